@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds Ponder from scratch and runs every test: a Release build (what users run) and an
+# ASan+UBSan build (hostile inputs, memory errors). Usage: scripts/test.sh [--fast] (Release only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+JOBS=$(nproc)
+
+echo "== Release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j"$JOBS"
+echo "== Release tests"
+ctest --test-dir build --output-on-failure -j"$JOBS"
+
+if [ "${1:-}" != "--fast" ]; then
+  echo "== ASan+UBSan build"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPONDER_SANITIZE=ON > /dev/null
+  cmake --build build-asan -j"$JOBS"
+  echo "== ASan+UBSan tests"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+fi
+echo "== all tests passed"
