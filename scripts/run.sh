@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs packages, builds Ponder (Release) and starts its main job on a model:
+#   scripts/run.sh [MODEL.gguf] [extra ponder chat options]
+# The model is the argument, else $PONDER_MODEL, else models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf.
+# When none of these exists, a small demo model with random weights is generated and used.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=OFF > /dev/null
+cmake --build build -j"$(nproc)" --target ponder
+
+model="${1:-${PONDER_MODEL:-models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf}}"
+[ $# -gt 0 ] && shift
+if [ ! -f "$model" ]; then
+  demo=models/demo-tiny-random.gguf
+  echo "run: no model at '$model'."
+  echo "run: using a GENERATED DEMO MODEL with RANDOM WEIGHTS ($demo): its answers are noise,"
+  echo "run: but every part of Ponder runs. Give a real GGUF path to chat for real."
+  mkdir -p models
+  [ -f "$demo" ] || ./build/ponder synth --preset tiny "$demo" --type Q8_0
+  model="$demo"
+fi
+exec ./build/ponder chat -m "$model" "$@"

@@ -1,0 +1,86 @@
+#include "cli/generation_flags.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace ponder::cli {
+
+void GenerationFlags::add_to(CLI::App& app) {
+  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-c,--ctx", n_ctx, "context length in tokens")->capture_default_str();
+  app.add_option("-t,--threads", threads, "threads (default: the machine's cores)");
+  app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate")->capture_default_str();
+  app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")->capture_default_str();
+  app.add_option("--top-k", gen.sampling.top_k, "top-k (0: off)")->capture_default_str();
+  app.add_option("--top-p", gen.sampling.top_p, "top-p (1: off)")->capture_default_str();
+  app.add_option("--min-p", gen.sampling.min_p, "min-p (0: off)")->capture_default_str();
+  app.add_option("--repeat-penalty", gen.sampling.repeat_penalty, "repetition penalty (1: off)")->capture_default_str();
+  app.add_option("--presence-penalty", gen.sampling.presence_penalty, "presence penalty")->capture_default_str();
+  app.add_option("--frequency-penalty", gen.sampling.frequency_penalty, "frequency penalty")->capture_default_str();
+  app.add_option("--repeat-last-n", gen.sampling.penalty_last_n, "penalty window in tokens")->capture_default_str();
+  app.add_option("--seed", gen.sampling.seed, "random seed")->capture_default_str();
+  app.add_option("--stop", gen.stop, "stop string (repeatable)");
+  app.add_option("--chat-template", template_name, "chat template: deepseek-r1 or chatml (default: from the file)");
+  app.add_flag("--hide-thinking", hide_thinking, "do not print the model's thinking");
+}
+
+Status GenerationFlags::validate() const {
+  if (n_ctx < 16) return Status::errorf("--ctx {} is too small (at least 16)", n_ctx);
+  if (threads < 0) return Status::errorf("--threads {} is negative", threads);
+  if (gen.max_tokens < 0) return Status::errorf("--max-tokens {} is negative", gen.max_tokens);
+  return Status::ok();
+}
+
+ThinkingPrinter::ThinkingPrinter(bool starts_in_thinking, bool hide_thinking)
+    : splitter_(starts_in_thinking), hide_(hide_thinking), tty_(isatty(STDOUT_FILENO) != 0) {}
+
+void ThinkingPrinter::print_reasoning(const std::string& s) {
+  if (s.empty() || hide_) return;
+  if (!in_reasoning_block_) {
+    std::fputs(tty_ ? "\x1b[2m[thinking]\n" : "[thinking]\n", stdout);
+    in_reasoning_block_ = true;
+  } else if (tty_) {
+    std::fputs("\x1b[2m", stdout);
+  }
+  std::fputs(s.c_str(), stdout);
+  if (tty_) std::fputs("\x1b[0m", stdout);
+  std::fflush(stdout);
+}
+
+void ThinkingPrinter::print_content(const std::string& s) {
+  if (s.empty()) return;
+  if (!answer_started_ && in_reasoning_block_) {
+    std::fputs(tty_ ? "\n\x1b[1m[answer]\x1b[0m\n" : "\n[answer]\n", stdout);
+  }
+  answer_started_ = true;
+  std::fputs(s.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void ThinkingPrinter::push(std::string_view text) {
+  auto parts = splitter_.push(text);
+  print_reasoning(parts.reasoning);
+  print_content(parts.content);
+}
+
+void ThinkingPrinter::finish() {
+  auto parts = splitter_.flush();
+  print_reasoning(parts.reasoning);
+  print_content(parts.content);
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+}
+
+std::string format_stats(const GenerateStats& s) {
+  const int32_t computed = s.n_prompt - s.n_reused;
+  return fmt::format(
+      "prompt {} tokens ({} cached) in {:.2f} s, {:.1f} t/s | generated {} tokens in {:.2f} s, "
+      "{:.1f} t/s | first token {:.3f} s | finish: {}",
+      s.n_prompt, s.n_reused, s.prompt_s, s.prompt_s > 0 ? computed / s.prompt_s : 0.0, s.n_gen,
+      s.gen_s, s.gen_s > 0 && s.n_gen > 1 ? (s.n_gen - 1) / s.gen_s : 0.0, s.ttft_s,
+      s.finish_reason);
+}
+
+}  // namespace ponder::cli

@@ -1,0 +1,30 @@
+// ModelSession: what every command that runs a model needs: the mapped GGUF file, its
+// tokenizer, chat template and Qwen2 model, loaded with clear errors and timed.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/qwen2_model.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace ponder::cli {
+
+struct ModelSession {
+  GgufFile file;
+  text::Tokenizer tokenizer;
+  std::unique_ptr<Qwen2Model> model;
+  double load_s = 0;
+
+  // template_name: "" to detect from the file, else "deepseek-r1" / "chatml".
+  static Expected<std::unique_ptr<ModelSession>> open(const std::string& path);
+  Expected<text::ChatTemplate> chat_template(const std::string& template_name) const;
+};
+
+// Threads to use when the user gives none: the machine's cores.
+int default_threads();
+
+}  // namespace ponder::cli

@@ -1,0 +1,426 @@
+#include "kernels/dot_ggml_order.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/half.h"
+
+namespace ponder {
+namespace {
+
+// Activations for Q4_1 / Q5_1: x = d * q, and s = d * sum(q) (ggml's block_q8_1).
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ8_1) == 36);
+
+// The horizontal sum of 8 float lanes used by every x86 kernel (hsum_float_8): upper half + lower
+// half, then pairs two apart, then the last two.
+float hsum8(const float a[8]) {
+  const float r0 = a[4] + a[0], r1 = a[5] + a[1], r2 = a[6] + a[2], r3 = a[7] + a[3];
+  return (r0 + r2) + (r1 + r3);
+}
+
+// The same reduction for 4 lanes (movehl + movehdup).
+float hsum4(const float a[4]) { return (a[0] + a[2]) + (a[1] + a[3]); }
+
+// Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) and ggml's nearest_int.
+int round_even(float v) { return static_cast<int>(std::nearbyint(v)); }
+
+// --- activation quantizers ---------------------------------------------------------------------
+
+// AVX2 quantize_row_q8_0 / q8_1: amax over the block, d = amax / 127 (stored as f16),
+// q = round_even(x * (127 / amax)); Q8_1 also stores s = f16(d * sum(q)) with the unrounded d.
+template <bool kWithSum, typename Block>
+void quantize_q8_legacy(const float* x, Block* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[b].d = fp32_to_fp16(d);
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      const int q = std::clamp(round_even(x[j] * id), -128, 127);
+      y[b].qs[j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    if constexpr (kWithSum) y[b].s = fp32_to_fp16(d * static_cast<float>(sum));
+  }
+}
+
+// x86 has no SIMD Q8_K quantizer; llama.cpp runs quantize_row_q8_K_ref: the signed value `max` of
+// largest magnitude (first one wins), iscale = -127 / max, q = min(127, round_even(iscale * x)),
+// d = 1 / iscale, bsums = sums of 16 quants.
+void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK_K; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      std::memset(&y[b], 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kQK_K; ++j) y[b].qs[j] = static_cast<int8_t>(std::min(127, round_even(iscale * x[j])));
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += y[b].qs[16 * g + j];
+      y[b].bsums[g] = static_cast<int16_t>(sum);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
+// --- legacy (32-element block) formats -----------------------------------------------------------
+
+// Quant j of a 4-bit block: low nibbles hold elements 0..15, high nibbles 16..31.
+inline int nibble(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4); }
+inline int high_bit(const uint8_t qh[4], int j) { return (qh[j / 8] >> (j % 8)) & 1; }
+
+// The common shape of ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0 (AVX2): per block, lane l gets the exact
+// integer sum of the 4 products of elements 4l..4l+3, and acc[l] = fma(dw * dx, float(sum), acc[l]);
+// the result is hsum8(acc). Quant(block, j) returns the signed weight quant.
+template <typename Block, typename Quant>
+float dot_q8_0_family(const void* w_row, const void* x_row, int64_t n, Quant quant) {
+  const Block* w = static_cast<const Block*>(w_row);
+  const BlockQ8_0* x = static_cast<const BlockQ8_0*>(x_row);
+  float acc[8] = {};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float d = fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d);
+    for (int l = 0; l < 8; ++l) {
+      int sum = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) sum += quant(w[b], j) * x[b].qs[j];
+      acc[l] = std::fma(d, static_cast<float>(sum), acc[l]);
+    }
+  }
+  return hsum8(acc);
+}
+
+// ggml_vec_dot_{q4_1,q5_1}_q8_1 (AVX2): lanes as above with the unsigned quants and
+// acc[l] = fma(dw * dx, float(sum), acc[l]); the offsets go to a separate scalar
+// summs = fma(m, s, summs) (GCC contracts ggml's `summs += m * s`); result hsum8(acc) + summs.
+template <typename Block, typename Quant>
+float dot_q8_1_family(const void* w_row, const void* x_row, int64_t n, Quant quant) {
+  const Block* w = static_cast<const Block*>(w_row);
+  const BlockQ8_1* x = static_cast<const BlockQ8_1*>(x_row);
+  float acc[8] = {};
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    summs = std::fma(fp16_to_fp32(w[b].m), fp16_to_fp32(x[b].s), summs);
+    const float d = fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d);
+    for (int l = 0; l < 8; ++l) {
+      int sum = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) sum += quant(w[b], j) * x[b].qs[j];
+      acc[l] = std::fma(d, static_cast<float>(sum), acc[l]);
+    }
+  }
+  return hsum8(acc) + summs;
+}
+
+// --- K formats ------------------------------------------------------------------------------------
+
+// The 8 six-bit scales and mins of Q4_K / Q5_K.
+void scales_mins_k4(const uint8_t s[kKScaleSize], int sc[8], int m[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    m[j] = s[j + 4] & 63;
+    sc[j + 4] = (s[j + 8] & 0xF) | ((s[j] >> 6) << 4);
+    m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+  }
+}
+
+// The Q4_K / Q5_K min term of the AVX2 kernels: pairs of bsums summed to 8 sub-block sums, then
+// 4 int32 lanes, lane p = m[2p] * sums[2p] + m[2p+1] * sums[2p+1].
+void k4_min_lanes(const int m[8], const int16_t bsums[16], int prod[4]) {
+  int sums[8];
+  for (int k = 0; k < 8; ++k) sums[k] = bsums[2 * k] + bsums[2 * k + 1];
+  for (int p = 0; p < 4; ++p) prod[p] = m[2 * p] * sums[2 * p] + m[2 * p + 1] * sums[2 * p + 1];
+}
+
+}  // namespace
+
+GgmlType dot_activation_type(GgmlType w) {
+  switch (w) {
+    case GgmlType::F32: return GgmlType::F32;
+    case GgmlType::F16: return GgmlType::F16;
+    case GgmlType::BF16: return GgmlType::BF16;
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return GgmlType::Q8_0;
+    case GgmlType::Q4_1: case GgmlType::Q5_1: return GgmlType::Q8_1;
+    default: return GgmlType::Q8_K;
+  }
+}
+
+void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n) {
+  switch (at) {
+    case GgmlType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return;
+    case GgmlType::F16: {
+      uint16_t* h = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
+      return;
+    }
+    case GgmlType::BF16: {
+      uint16_t* h = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(x[i]);
+      return;
+    }
+    case GgmlType::Q8_0: quantize_q8_legacy<false>(x, static_cast<BlockQ8_0*>(dst), n); return;
+    case GgmlType::Q8_1: quantize_q8_legacy<true>(x, static_cast<BlockQ8_1*>(dst), n); return;
+    default: quantize_q8_K(x, static_cast<BlockQ8_K*>(dst), n); return;
+  }
+}
+
+// F32 / F16 / BF16 weights: the golden comparison is not sensitive to their order (they pass with
+// it), so these are plain dots in double, with the activations already rounded to the weight type.
+float dot_f32(const void* w_row, const void* x_row, int64_t n) {
+  const float* w = static_cast<const float*>(w_row);
+  const float* x = static_cast<const float*>(x_row);
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += double(w[i]) * x[i];
+    s1 += double(w[i + 1]) * x[i + 1];
+    s2 += double(w[i + 2]) * x[i + 2];
+    s3 += double(w[i + 3]) * x[i + 3];
+  }
+  for (; i < n; ++i) s0 += double(w[i]) * x[i];
+  return static_cast<float>((s0 + s1) + (s2 + s3));
+}
+
+template <float (*kToF32)(uint16_t)>
+float dot_half(const void* w_row, const void* x_row, int64_t n) {
+  const uint16_t* w = static_cast<const uint16_t*>(w_row);
+  const uint16_t* x = static_cast<const uint16_t*>(x_row);
+  double s0 = 0, s1 = 0;
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    s0 += double(kToF32(w[i])) * kToF32(x[i]);
+    s1 += double(kToF32(w[i + 1])) * kToF32(x[i + 1]);
+  }
+  for (; i < n; ++i) s0 += double(kToF32(w[i])) * kToF32(x[i]);
+  return static_cast<float>(s0 + s1);
+}
+
+float dot_f16(const void* w_row, const void* x_row, int64_t n) { return dot_half<fp16_to_fp32>(w_row, x_row, n); }
+float dot_bf16(const void* w_row, const void* x_row, int64_t n) { return dot_half<bf16_to_fp32>(w_row, x_row, n); }
+
+// ggml_vec_dot_q4_0_q8_0 (AVX2): weight quants nibble - 8.
+float dot_q4_0(const void* w_row, const void* x_row, int64_t n) {
+  return dot_q8_0_family<BlockQ4_0>(w_row, x_row, n,
+                                    [](const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; });
+}
+
+// ggml_vec_dot_q5_0_q8_0 (AVX2): weight quants (nibble | bit4 << 4) - 16.
+float dot_q5_0(const void* w_row, const void* x_row, int64_t n) {
+  return dot_q8_0_family<BlockQ5_0>(w_row, x_row, n, [](const BlockQ5_0& b, int j) {
+    return (nibble(b.qs, j) | (high_bit(b.qh, j) << 4)) - 16;
+  });
+}
+
+// ggml_vec_dot_q8_0_q8_0 (AVX2).
+float dot_q8_0(const void* w_row, const void* x_row, int64_t n) {
+  return dot_q8_0_family<BlockQ8_0>(w_row, x_row, n, [](const BlockQ8_0& b, int j) { return int(b.qs[j]); });
+}
+
+// ggml_vec_dot_q4_1_q8_1 (AVX2).
+float dot_q4_1(const void* w_row, const void* x_row, int64_t n) {
+  return dot_q8_1_family<BlockQ4_1>(w_row, x_row, n, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });
+}
+
+// ggml_vec_dot_q5_1_q8_1 (AVX2; it writes fma(q, dw * dx, acc), the same operation).
+float dot_q5_1(const void* w_row, const void* x_row, int64_t n) {
+  return dot_q8_1_family<BlockQ5_1>(w_row, x_row, n, [](const BlockQ5_1& b, int j) {
+    return nibble(b.qs, j) | (high_bit(b.qh, j) << 4);
+  });
+}
+
+// ggml_vec_dot_q2_K_q8_K (AVX2). Per super-block: first the mins, 8 int32 lanes
+// lane l = min[2l] * bsums[2l] + min[2l+1] * bsums[2l+1], acc[l] = fma(-dx * dmin, lane, acc[l]);
+// then the quants: lane l sums, over the 8 chunks of 32 elements, scale * (the 4 products at
+// chunk offsets 4l..4l+3), acc[l] = fma(dx * d, lane, acc[l]). Result hsum8(acc).
+float dot_q2_K(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ2_K* w = static_cast<const BlockQ2_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = x[b].d * fp16_to_fp32(w[b].d);
+    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
+    for (int l = 0; l < 8; ++l) {
+      const int prod = (w[b].scales[2 * l] >> 4) * x[b].bsums[2 * l] + (w[b].scales[2 * l + 1] >> 4) * x[b].bsums[2 * l + 1];
+      acc[l] = std::fma(dmin, static_cast<float>(prod), acc[l]);
+    }
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+          const int sc = w[b].scales[8 * h + 2 * k + l / 4] & 0xF;
+          int p = 0;
+          for (int e = 4 * l; e < 4 * l + 4; ++e) p += ((w[b].qs[32 * h + e] >> (2 * k)) & 3) * x[b].qs[128 * h + 32 * k + e];
+          sumi += sc * p;
+        }
+      }
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+  }
+  return hsum8(acc);
+}
+
+// ggml_vec_dot_q3_K_q8_K (AVX2): integer lanes as Q2_K's quant part with quants q - 4 and signed
+// 6-bit scales (sc - 32), acc[l] = fma(dx * d, lane, acc[l]); result hsum8(acc).
+float dot_q3_K(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ3_K* w = static_cast<const BlockQ3_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = x[b].d * fp16_to_fp32(w[b].d);
+    const uint8_t* s = w[b].scales;
+    int sc[16];
+    for (int i = 0; i < 16; ++i) {
+      const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
+      const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+      sc[i] = (lo | (hi << 4)) - 32;
+    }
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+          int p = 0;
+          for (int e = 4 * l; e < 4 * l + 4; ++e) {
+            const int low = (w[b].qs[32 * h + e] >> (2 * k)) & 3;
+            const int high = (w[b].hmask[e] >> (4 * h + k)) & 1;
+            p += (low - (high ? 0 : 4)) * x[b].qs[128 * h + 32 * k + e];
+          }
+          sumi += sc[8 * h + 2 * k + l / 4] * p;
+        }
+      }
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+  }
+  return hsum8(acc);
+}
+
+// ggml_vec_dot_q4_K_q8_K (AVX2). Quant lanes: over the 4 chunks of 64 elements, lane l adds
+// sc[2j] * (products at 64j + 4l..4l+3) + sc[2j+1] * (products at 64j + 32 + 4l..4l+3);
+// acc[l] = fma(dx * d, lane, acc[l]). Mins: 4 lanes (k4_min_lanes), accm[p] =
+// fma(-dx * dmin, lane, accm[p]). Result hsum8(acc) + hsum4(accm).
+float dot_q4_K(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ4_K* w = static_cast<const BlockQ4_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {}, accm[4] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = x[b].d * fp16_to_fp32(w[b].d);
+    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
+    int sc[8], m[8], prod[4];
+    scales_mins_k4(w[b].scales, sc, m);
+    k4_min_lanes(m, x[b].bsums, prod);
+    for (int p = 0; p < 4; ++p) accm[p] = std::fma(dmin, static_cast<float>(prod[p]), accm[p]);
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int j = 0; j < 4; ++j) {
+        int pl = 0, ph = 0;
+        for (int e = 4 * l; e < 4 * l + 4; ++e) {
+          pl += (w[b].qs[32 * j + e] & 0xF) * x[b].qs[64 * j + e];
+          ph += (w[b].qs[32 * j + e] >> 4) * x[b].qs[64 * j + 32 + e];
+        }
+        sumi += sc[2 * j] * pl + sc[2 * j + 1] * ph;
+      }
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+  }
+  return hsum8(acc) + hsum4(accm);
+}
+
+// ggml_vec_dot_q5_K_q8_K (AVX2): quant lanes as Q4_K with 5-bit quants. The mins are reduced to one
+// integer (lanes as Q4_K, summed (p0 + p1) + (p2 + p3)) and accumulated in a scalar
+// summs = fma(-dx * dmin, float(total), summs) (GCC contracts ggml's `summs += dmin * total`).
+// Result hsum8(acc) + summs.
+float dot_q5_K(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ5_K* w = static_cast<const BlockQ5_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {};
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = x[b].d * fp16_to_fp32(w[b].d);
+    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
+    int sc[8], m[8], prod[4];
+    scales_mins_k4(w[b].scales, sc, m);
+    k4_min_lanes(m, x[b].bsums, prod);
+    summs = std::fma(dmin, static_cast<float>((prod[0] + prod[1]) + (prod[2] + prod[3])), summs);
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int j = 0; j < 4; ++j) {
+        int pl = 0, ph = 0;
+        for (int e = 4 * l; e < 4 * l + 4; ++e) {
+          const int ql = (w[b].qs[32 * j + e] & 0xF) | (((w[b].qh[e] >> (2 * j)) & 1) << 4);
+          const int qh = (w[b].qs[32 * j + e] >> 4) | (((w[b].qh[e] >> (2 * j + 1)) & 1) << 4);
+          pl += ql * x[b].qs[64 * j + e];
+          ph += qh * x[b].qs[64 * j + 32 + e];
+        }
+        sumi += sc[2 * j] * pl + sc[2 * j + 1] * ph;
+      }
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+  }
+  return hsum8(acc) + summs;
+}
+
+// ggml_vec_dot_q6_K_q8_K (AVX2): quant lanes as Q3_K's with unsigned 6-bit quants and int8 scales,
+// minus 32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) for the -32 offset (a different
+// grouping, but exact integers); acc[l] = fma(dx * d, lane, acc[l]); result hsum8(acc).
+float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ6_K* w = static_cast<const BlockQ6_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = x[b].d * fp16_to_fp32(w[b].d);
+    const int8_t* sc = w[b].scales;
+    for (int l = 0; l < 8; ++l) {
+      int sumi = 0;
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+          int p = 0;
+          for (int e = 4 * l; e < 4 * l + 4; ++e) {
+            const uint8_t ql = w[b].ql[64 * h + 32 * (k % 2) + e];
+            const int low = k < 2 ? (ql & 0xF) : (ql >> 4);
+            const int high = (w[b].qh[32 * h + e] >> (2 * k)) & 3;
+            p += (low | (high << 4)) * x[b].qs[128 * h + 32 * k + e];
+          }
+          sumi += sc[8 * h + 2 * k + l / 4] * p;
+        }
+      }
+      sumi -= 32 * (sc[2 * l] * x[b].bsums[2 * l] + sc[2 * l + 1] * x[b].bsums[2 * l + 1]);
+      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+    }
+  }
+  return hsum8(acc);
+}
+
+RowDotFn row_dot_function(GgmlType w) {
+  switch (w) {
+    case GgmlType::F32: return dot_f32;
+    case GgmlType::F16: return dot_f16;
+    case GgmlType::BF16: return dot_bf16;
+    case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q4_1: return dot_q4_1;
+    case GgmlType::Q5_0: return dot_q5_0;
+    case GgmlType::Q5_1: return dot_q5_1;
+    case GgmlType::Q8_0: return dot_q8_0;
+    case GgmlType::Q2_K: return dot_q2_K;
+    case GgmlType::Q3_K: return dot_q3_K;
+    case GgmlType::Q4_K: return dot_q4_K;
+    case GgmlType::Q5_K: return dot_q5_K;
+    case GgmlType::Q6_K: return dot_q6_K;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ponder

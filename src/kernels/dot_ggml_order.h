@@ -1,0 +1,49 @@
+// Scalar row dot products of a weight row (any storage type) with an activation row that was first
+// rounded to the weight type's companion ("vec-dot") type, as llama.cpp's CPU backend does it.
+//
+// Why the exact float order matters: the golden logits (shared/golden) come from llama.cpp's x86
+// AVX2 kernels (ggml/src/ggml-cpu/arch/x86/quants.c; on the AVX-512 golden machine the same AVX2
+// branches are compiled, there are no AVX-512 variants of these functions). The small test model is
+// chaotic: a 1-ulp difference in one matmul output flips int8 roundings of the next activations
+// and moves the logits measurably. So each function below reproduces the float operations of its
+// llama.cpp counterpart in the same order (8 float accumulator lanes, fused multiply-adds, the same
+// horizontal sum), while the integer parts are exact and are computed plainly.
+// Depends on gguf/ggml_type.h and quant/blocks.h.
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace ponder {
+
+// The type activations are rounded to before they are dotted with weights of type w:
+// F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1, K types -> Q8_K.
+GgmlType dot_activation_type(GgmlType w);
+
+// Rounds n activations to `at` (a dot_activation_type) into dst (ggml_row_bytes(at, n) bytes),
+// bit-identical to llama.cpp's x86 quantize_row_q8_0 / q8_1 (AVX2) / q8_K (reference) and the
+// F16C / bf16 conversions.
+void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n);
+
+// A row dot: w_row holds n elements of the weight type, x_row n elements of its activation type.
+using RowDotFn = float (*)(const void* w_row, const void* x_row, int64_t n);
+
+// The dot for weights of type w, or nullptr if there is none.
+RowDotFn row_dot_function(GgmlType w);
+
+float dot_f32(const void* w_row, const void* x_row, int64_t n);
+float dot_f16(const void* w_row, const void* x_row, int64_t n);
+float dot_bf16(const void* w_row, const void* x_row, int64_t n);
+float dot_q4_0(const void* w_row, const void* x_row, int64_t n);
+float dot_q4_1(const void* w_row, const void* x_row, int64_t n);
+float dot_q5_0(const void* w_row, const void* x_row, int64_t n);
+float dot_q5_1(const void* w_row, const void* x_row, int64_t n);
+float dot_q8_0(const void* w_row, const void* x_row, int64_t n);
+float dot_q2_K(const void* w_row, const void* x_row, int64_t n);
+float dot_q3_K(const void* w_row, const void* x_row, int64_t n);
+float dot_q4_K(const void* w_row, const void* x_row, int64_t n);
+float dot_q5_K(const void* w_row, const void* x_row, int64_t n);
+float dot_q6_K(const void* w_row, const void* x_row, int64_t n);
+
+}  // namespace ponder

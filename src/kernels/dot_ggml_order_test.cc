@@ -1,0 +1,141 @@
+// The llama.cpp-order row dots must also be right: each equals, within a tight tolerance, the
+// double-precision dot of the dequantized weight row with the dequantized activation row.
+// (That their float order is llama.cpp's was checked bit for bit against libggml-cpu's vec_dot
+// and quantize_row_q8_* on random rows; the golden test is what guards it here.)
+#include "kernels/dot_ggml_order.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "quant/half.h"
+#include "quant/quantize.h"
+
+namespace ponder {
+namespace {
+
+// Dequantized activations of type at, plus (for Q8_1) the f16 rounding allowance of the stored
+// block sums s, which the Q4_1 / Q5_1 dots use instead of d * sum(q): |m| * |s| * 2^-11 per block.
+std::vector<float> dequantize_activations(GgmlType at, const std::vector<uint8_t>& xq, int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  if (at == GgmlType::Q8_1) {
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      const uint8_t* blk = xq.data() + b * 36;
+      uint16_t d;
+      std::memcpy(&d, blk, 2);
+      for (int j = 0; j < kQK; ++j) x[b * kQK + j] = fp16_to_fp32(d) * static_cast<int8_t>(blk[4 + j]);
+    }
+  } else {
+    dequantize_row(at, xq.data(), x.data(), n);
+  }
+  return x;
+}
+
+double q8_1_sum_allowance(GgmlType wt, const std::vector<uint8_t>& wq, const std::vector<uint8_t>& xq, int64_t n) {
+  if (wt != GgmlType::Q4_1 && wt != GgmlType::Q5_1) return 0;
+  const int64_t wbytes = wt == GgmlType::Q4_1 ? 20 : 24;
+  double a = 0;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    uint16_t m, s;
+    std::memcpy(&m, wq.data() + b * wbytes + 2, 2);
+    std::memcpy(&s, xq.data() + b * 36 + 2, 2);
+    a += std::fabs(double(fp16_to_fp32(m)) * fp16_to_fp32(s)) * 0x1p-11;
+  }
+  return a;
+}
+
+class RowDotTest : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(RowDotTest, MatchesDequantizedDoubleDot) {
+  const GgmlType wt = GetParam();
+  const GgmlType at = dot_activation_type(wt);
+  const RowDotFn dot = row_dot_function(wt);
+  ASSERT_NE(dot, nullptr);
+  std::mt19937 rng(1234 + static_cast<unsigned>(wt));
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t n = 256 * (1 + trial % 4);
+    std::vector<float> w(static_cast<size_t>(n)), x(static_cast<size_t>(n));
+    const float w_scale = std::exp(gauss(rng)), x_scale = std::exp(2 * gauss(rng));
+    const float w_offset = trial % 2 ? 0.0f : 0.3f * w_scale;  // exercise the min / offset terms
+    for (float& v : w) v = w_offset + w_scale * gauss(rng);
+    for (float& v : x) v = x_scale * gauss(rng) * (rng() % 16 == 0 ? 6.0f : 1.0f);
+
+    std::vector<uint8_t> wq(static_cast<size_t>(ggml_row_bytes(wt, n)));
+    std::vector<uint8_t> xq(static_cast<size_t>(ggml_row_bytes(at, n)));
+    quantize_row(wt, w.data(), wq.data(), n);
+    quantize_activation_row(at, x.data(), xq.data(), n);
+
+    std::vector<float> wd(static_cast<size_t>(n));
+    dequantize_row(wt, wq.data(), wd.data(), n);
+    const std::vector<float> xd = dequantize_activations(at, xq, n);
+    double ref = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ref += double(wd[i]) * xd[i];
+      mag += std::fabs(double(wd[i]) * xd[i]);
+    }
+    const double got = dot(wq.data(), xq.data(), n);
+    // Float accumulation over at most a few hundred fused steps: 1e-5 of the magnitude sum is
+    // ~100 ulps of headroom while a wrong scale, quant or block would be off by far more.
+    const double tol = 1e-5 * mag + q8_1_sum_allowance(wt, wq, xq, n) + 1e-30;
+    EXPECT_NEAR(got, ref, tol) << ggml_type_name(wt) << " n=" << n << " trial " << trial;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, RowDotTest,
+                         testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0,
+                                         GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                         GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                         GgmlType::Q6_K),
+                         [](const testing::TestParamInfo<GgmlType>& info) {
+                           return std::string(ggml_type_name(info.param));
+                         });
+
+// The activation quantizers: Q8_0 / Q8_1 round x * (127 / amax) to nearest even and store
+// d = f16(amax / 127); Q8_K stores d = 1 / (-127 / max) with max the signed value of largest
+// magnitude, and bsums.
+TEST(ActivationQuant, Q8_0RoundsHalfToEven) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;  // amax: id = 1
+  x[1] = 2.5f;    // tie: 2 (away from zero would give 3)
+  x[2] = -3.5f;   // tie: -4
+  x[3] = 1.49f;
+  BlockQ8_0 q;
+  quantize_activation_row(GgmlType::Q8_0, x.data(), &q, 32);
+  EXPECT_EQ(fp16_to_fp32(q.d), 1.0f);
+  EXPECT_EQ(q.qs[0], 127);
+  EXPECT_EQ(q.qs[1], 2);
+  EXPECT_EQ(q.qs[2], -4);
+  EXPECT_EQ(q.qs[3], 1);
+}
+
+TEST(ActivationQuant, Q8_1StoresScaledSum) {
+  std::vector<float> x(32, 1.0f);
+  x[0] = -127.0f;
+  std::vector<uint8_t> q(36);
+  quantize_activation_row(GgmlType::Q8_1, x.data(), q.data(), 32);
+  uint16_t d, s;
+  std::memcpy(&d, q.data(), 2);
+  std::memcpy(&s, q.data() + 2, 2);
+  EXPECT_EQ(fp16_to_fp32(d), 1.0f);
+  EXPECT_EQ(fp16_to_fp32(s), -127.0f + 31.0f);
+}
+
+TEST(ActivationQuant, Q8_KUsesSignedMaxAndBsums) {
+  std::vector<float> x(256, 0.5f);
+  x[7] = -2.0f;  // largest magnitude, negative: iscale = 63.5, d = 1 / 63.5
+  BlockQ8_K q;
+  quantize_activation_row(GgmlType::Q8_K, x.data(), &q, 256);
+  EXPECT_EQ(q.d, 1.0f / (-127.0f / -2.0f));
+  EXPECT_EQ(q.qs[7], -127);
+  EXPECT_EQ(q.qs[0], 32);  // 31.75 -> 32
+  EXPECT_EQ(q.bsums[0], 15 * 32 - 127);
+  EXPECT_EQ(q.bsums[1], 16 * 32);
+}
+
+}  // namespace
+}  // namespace ponder

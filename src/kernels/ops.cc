@@ -1,0 +1,53 @@
+#include "kernels/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ponder {
+
+void rms_norm(const float* x, const float* weight, float eps, int64_t n, float* out) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  // Mean in double, then the scale in float: llama.cpp's rounding, which its logits carry.
+  const float mean = static_cast<float>(ss / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_neox(float* v, int64_t head_dim, int32_t pos, float theta) {
+  // The angle of pair i is pos * theta^(-2i/head_dim), built up by repeated float products as
+  // llama.cpp does: the rounding of the angle must match to reproduce its logits exactly.
+  const int64_t half = head_dim / 2;
+  const float step = std::pow(theta, -2.0f / static_cast<float>(head_dim));
+  float angle = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = std::cos(angle);
+    const float s = std::sin(angle);
+    const float a = v[i];
+    const float b = v[i + half];
+    v[i] = a * c - b * s;
+    v[i + half] = a * s + b * c;
+    angle *= step;
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  const float mx = *std::max_element(x, x + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace ponder

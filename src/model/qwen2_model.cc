@@ -1,0 +1,172 @@
+#include "model/qwen2_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ops.h"
+#include "quant/half.h"
+
+namespace ponder {
+
+Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file) {
+  PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
+  PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
+  return std::unique_ptr<Qwen2Model>(new Qwen2Model(std::move(config), std::move(weights)));
+}
+
+KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {
+  return KvCache(config_.n_layer, config_.n_head_kv * config_.head_dim, n_blocks, block_size);
+}
+
+Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& r = batch.rows[i];
+    if (r.token < 0 || r.token >= config_.n_vocab) {
+      return Status::errorf("batch row {}: token {} is outside the vocabulary [0, {})", i, r.token,
+                            config_.n_vocab);
+    }
+    if (r.seq < 0 || static_cast<size_t>(r.seq) >= batch.block_tables.size()) {
+      return Status::errorf("batch row {}: sequence {} has no block table", i, r.seq);
+    }
+    const auto& table = batch.block_tables[static_cast<size_t>(r.seq)];
+    if (r.pos < 0 || r.pos / cache.block_size() >= static_cast<int64_t>(table.size())) {
+      return Status::errorf("batch row {}: position {} has no KV block (sequence {} has {} blocks)",
+                            i, r.pos, r.seq, table.size());
+    }
+    for (int32_t b : table) {
+      if (b < 0 || b >= cache.n_blocks()) {
+        return Status::errorf("sequence {}: block {} is outside the cache", r.seq, b);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void Qwen2Model::reserve(int64_t n) {
+  if (n <= capacity_) return;
+  const Qwen2Config& c = config_;
+  const auto sz = [n](int64_t width) { return static_cast<size_t>(n * width); };
+  x_.resize(sz(c.n_embd));
+  xn_.resize(sz(c.n_embd));
+  q_.resize(sz(c.n_head * c.head_dim));
+  k_.resize(sz(c.n_head_kv * c.head_dim));
+  v_.resize(sz(c.n_head_kv * c.head_dim));
+  attn_.resize(sz(c.n_head * c.head_dim));
+  proj_.resize(sz(c.n_embd));
+  gate_.resize(sz(c.n_ff));
+  up_.resize(sz(c.n_ff));
+  capacity_ = n;
+}
+
+// Causal GQA attention of every (row, head) over its sequence's cached positions 0..pos.
+void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t layer,
+                           ThreadPool& pool) {
+  const Qwen2Config& c = config_;
+  const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
+  const int64_t group = c.n_head / c.n_head_kv;
+  const int64_t hd = c.head_dim;
+  const int64_t bs = cache.block_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int32_t max_pos = 0;
+  for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
+  const size_t per_thread = static_cast<size_t>(max_pos + 1);
+  if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
+
+  const int64_t n_tasks = n_rows * c.n_head;
+  pool.run([&](int ti, int nt) {
+    float* scores = scores_.data() + per_thread * ti;
+    for (int64_t task = n_tasks * ti / nt; task < n_tasks * (ti + 1) / nt; ++task) {
+      const int64_t row = task / c.n_head;
+      const int64_t h = task % c.n_head;
+      const int64_t kvh = h / group;
+      const BatchRow& r = batch.rows[row];
+      const auto& table = batch.block_tables[r.seq];
+      const float* q = &q_[row * c.n_head * hd + h * hd];
+      for (int32_t p = 0; p <= r.pos; ++p) {
+        const uint16_t* k = cache.k(layer, table[p / bs], p % bs) + kvh * hd;
+        float s = 0;
+        for (int64_t i = 0; i < hd; ++i) s += round_through_fp16(q[i]) * fp16_to_fp32(k[i]);
+        scores[p] = s * scale;
+      }
+      softmax(scores, r.pos + 1);
+      float* out = &attn_[row * c.n_head * hd + h * hd];
+      std::fill(out, out + hd, 0.0f);
+      for (int32_t p = 0; p <= r.pos; ++p) {
+        const uint16_t* v = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
+        const float w = round_through_fp16(scores[p]);
+        for (int64_t i = 0; i < hd; ++i) out[i] += w * fp16_to_fp32(v[i]);
+      }
+    }
+  });
+}
+
+Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, ThreadPool& pool) {
+  PONDER_RETURN_IF_ERROR(validate(batch, cache));
+  const Qwen2Config& c = config_;
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  if (n == 0) return Status::ok();
+  reserve(n);
+  const int64_t q_dim = c.n_head * c.head_dim;
+  const int64_t kv_dim = c.n_head_kv * c.head_dim;
+  const int64_t bs = cache.block_size();
+
+  // token embeddings
+  for (int64_t r = 0; r < n; ++r) weight_row(weights_.token_embd, batch.rows[r].token, &x_[r * c.n_embd]);
+
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const Qwen2Layer& L = weights_.layers[static_cast<size_t>(il)];
+
+    // attention rmsnorm
+    for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.attn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
+
+    // qkv matmuls with bias
+    matmul(L.wq, xn_.data(), n, q_.data(), pool);
+    matmul(L.wk, xn_.data(), n, k_.data(), pool);
+    matmul(L.wv, xn_.data(), n, v_.data(), pool);
+    for (int64_t r = 0; r < n; ++r) {
+      add_inplace(&q_[r * q_dim], L.bq, q_dim);
+      add_inplace(&k_[r * kv_dim], L.bk, kv_dim);
+      add_inplace(&v_[r * kv_dim], L.bv, kv_dim);
+    }
+
+    // RoPE, then K and V into the cache at each row's (sequence, position)
+    for (int64_t r = 0; r < n; ++r) {
+      const BatchRow& row = batch.rows[r];
+      for (int64_t h = 0; h < c.n_head; ++h) rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, row.pos, c.rope_theta);
+      for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, row.pos, c.rope_theta);
+      const int32_t block = batch.block_tables[row.seq][row.pos / bs];
+      uint16_t* kc = cache.k(il, block, row.pos % bs);
+      uint16_t* vc = cache.v(il, block, row.pos % bs);
+      for (int64_t i = 0; i < kv_dim; ++i) {
+        kc[i] = fp32_to_fp16(k_[r * kv_dim + i]);
+        vc[i] = fp32_to_fp16(v_[r * kv_dim + i]);
+      }
+    }
+
+    attention(batch, cache, il, pool);
+
+    // output projection and residual
+    matmul(L.wo, attn_.data(), n, proj_.data(), pool);
+    add_inplace(x_.data(), proj_.data(), n * c.n_embd);
+
+    // ffn rmsnorm, SwiGLU, down projection and residual
+    for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.ffn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
+    matmul(L.w_gate, xn_.data(), n, gate_.data(), pool);
+    matmul(L.w_up, xn_.data(), n, up_.data(), pool);
+    swiglu(gate_.data(), up_.data(), n * c.n_ff, gate_.data());
+    matmul(L.w_down, gate_.data(), n, proj_.data(), pool);
+    add_inplace(x_.data(), proj_.data(), n * c.n_embd);
+  }
+
+  // final norm and logits, only for the rows that ask
+  int64_t n_out = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (!batch.rows[r].logits) continue;
+    rms_norm(&x_[r * c.n_embd], weights_.output_norm, c.rms_eps, c.n_embd, &xn_[n_out * c.n_embd]);
+    ++n_out;
+  }
+  if (n_out > 0) matmul(weights_.output, xn_.data(), n_out, logits, pool);
+  return Status::ok();
+}
+
+}  // namespace ponder

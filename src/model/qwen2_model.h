@@ -1,0 +1,61 @@
+// Qwen2Model: the Qwen2 forward pass (DeepSeek-R1-Distill-Qwen) over a Batch of rows, straight
+// from the GGUF file's weights. Reads top to bottom like the architecture: embeddings, then per
+// layer attention rmsnorm, q/k/v projections with bias, NeoX RoPE, K/V into the cache, causal GQA
+// attention, output projection, residual, ffn rmsnorm, SwiGLU, residual; final norm and logits
+// for the rows that ask.
+// Depends on gguf, kernels, model.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "model/batch.h"
+#include "model/kv_cache.h"
+#include "model/qwen2_config.h"
+#include "model/qwen2_weights.h"
+
+namespace ponder {
+
+class Qwen2Model {
+ public:
+  // Binds the weights of `file`, which must outlive the model.
+  static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file);
+
+  const Qwen2Config& config() const { return config_; }
+  const Qwen2Weights& weights() const { return weights_; }
+
+  // A cache of n_blocks blocks of block_size positions, shaped for this model.
+  KvCache make_cache(int64_t n_blocks, int64_t block_size) const;
+
+  // Runs the batch. logits: [batch.n_logit_rows(), n_vocab], in row order of the rows asking.
+  // Fails (without touching the cache) on a token out of range or a position with no block.
+  Status forward(const Batch& batch, KvCache& cache, float* logits, ThreadPool& pool);
+
+ private:
+  Qwen2Model(Qwen2Config config, Qwen2Weights weights)
+      : config_(std::move(config)), weights_(std::move(weights)) {}
+  Status validate(const Batch& batch, const KvCache& cache) const;
+  void reserve(int64_t n_rows);
+  void attention(const Batch& batch, const KvCache& cache, int64_t layer, ThreadPool& pool);
+
+  Qwen2Config config_;
+  Qwen2Weights weights_;
+
+  // Activations, grown to the largest batch seen; no allocation in steady state.
+  int64_t capacity_ = 0;
+  std::vector<float> x_;       // [n_rows, n_embd] residual stream
+  std::vector<float> xn_;      // [n_rows, n_embd] normalized
+  std::vector<float> q_;       // [n_rows, n_head * head_dim]
+  std::vector<float> k_;       // [n_rows, n_head_kv * head_dim]
+  std::vector<float> v_;       // [n_rows, n_head_kv * head_dim]
+  std::vector<float> attn_;    // [n_rows, n_head * head_dim]
+  std::vector<float> proj_;    // [n_rows, n_embd]
+  std::vector<float> gate_;    // [n_rows, n_ff]
+  std::vector<float> up_;      // [n_rows, n_ff]
+  std::vector<float> scores_;  // [n_threads, max context] attention scratch
+};
+
+}  // namespace ponder

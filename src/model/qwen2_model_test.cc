@@ -1,0 +1,113 @@
+#include "model/qwen2_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace ponder {
+namespace {
+
+const std::string kModels = std::string(PONDER_SHARED_DIR) + "/models/";
+
+struct Loaded {
+  GgufFile file;
+  std::unique_ptr<Qwen2Model> model;
+};
+
+Loaded load(const std::string& type) {
+  auto file = GgufFile::open(kModels + "tiny-" + type + ".gguf");
+  EXPECT_TRUE(file.has_value());
+  Loaded l{std::move(*file), nullptr};
+  auto model = Qwen2Model::load(l.file);
+  EXPECT_TRUE(model.has_value()) << model.status().message();
+  l.model = std::move(*model);
+  return l;
+}
+
+TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
+  Loaded l = load("F32");
+  const Qwen2Config& c = l.model->config();
+  EXPECT_EQ(c.n_vocab, 8224);
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_ff, 768);
+  EXPECT_FALSE(l.model->weights().tied_output);
+}
+
+// Several sequences in one batch give the same logits as each alone, and a prompt fed in chunks
+// (the KV cache carrying the prefix) gives the same logits as fed whole.
+TEST(Qwen2ModelTest, BatchedSequencesMatchEachAlone) {
+  Loaded l = load("Q4_K_M");
+  Qwen2Model& m = *l.model;
+  ThreadPool pool(2);
+  const int64_t V = m.config().n_vocab;
+  const std::vector<std::vector<int32_t>> prompts = {
+      {151646 % 8224, 100, 200, 300, 400, 500, 600}, {7, 8, 9}, {42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}};
+  const int64_t bs = 4;
+
+  // Alone: each sequence in its own cache, fed token by token (decode style).
+  std::vector<std::vector<float>> alone;
+  for (const auto& p : prompts) {
+    KvCache cache = m.make_cache(8, bs);
+    std::vector<int32_t> blocks = {5, 2, 7, 0, 1};  // any order of blocks works
+    std::vector<float> last(V);
+    for (size_t i = 0; i < p.size(); ++i) {
+      Batch b;
+      b.block_tables.push_back(blocks);
+      b.rows.push_back({p[i], static_cast<int32_t>(i), 0, true});
+      ASSERT_TRUE(m.forward(b, cache, last.data(), pool).is_ok());
+    }
+    alone.push_back(last);
+  }
+
+  // Together: all three sequences, whole prompts, one batch, one shared cache.
+  KvCache cache = m.make_cache(16, bs);
+  std::vector<std::vector<int32_t>> tables = {{0, 1}, {2}, {3, 4, 5, 6, 7}};
+  Batch b;
+  for (const auto& t : tables) b.block_tables.push_back(t);
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    for (size_t i = 0; i < prompts[s].size(); ++i) {
+      b.rows.push_back({prompts[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s),
+                        i + 1 == prompts[s].size()});
+    }
+  }
+  std::vector<float> logits(3 * V);
+  ASSERT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    double max_diff = 0;
+    for (int64_t i = 0; i < V; ++i) max_diff = std::max(max_diff, double(std::fabs(logits[s * V + i] - alone[s][i])));
+    EXPECT_LT(max_diff, 1e-3) << "sequence " << s;
+  }
+}
+
+TEST(Qwen2ModelTest, BadRowsAreErrors) {
+  Loaded l = load("Q8_0");
+  ThreadPool pool(1);
+  KvCache cache = l.model->make_cache(2, 4);
+  std::vector<int32_t> blocks = {0};
+  std::vector<float> logits(l.model->config().n_vocab);
+  Batch b;
+  b.block_tables.push_back(blocks);
+  b.rows.push_back({9000, 0, 0, true});
+  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("outside the vocabulary"), std::string::npos);
+  b.rows[0] = {1, 4, 0, true};
+  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("has no KV block"), std::string::npos);
+  b.rows[0] = {1, 0, 3, true};
+  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("no block table"), std::string::npos);
+}
+
+TEST(Qwen2ModelTest, WrongShapeNamesTheTensor) {
+  // The vocab-only GGUF has no tensors at all.
+  auto file = GgufFile::open(kModels + "vocab-r1-qwen.gguf");
+  ASSERT_TRUE(file.has_value());
+  auto model = Qwen2Model::load(*file);
+  ASSERT_FALSE(model.has_value());
+  EXPECT_NE(model.status().message().find("token_embd.weight"), std::string::npos) << model.status().message();
+}
+
+}  // namespace
+}  // namespace ponder

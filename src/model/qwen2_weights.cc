@@ -1,0 +1,87 @@
+#include "model/qwen2_weights.h"
+
+#include <fmt/core.h>
+
+namespace ponder {
+namespace {
+
+class Binder {
+ public:
+  explicit Binder(const GgufFile& f) : f_(f) {}
+
+  Expected<const TensorInfo*> find(const std::string& name, std::vector<int64_t> shape) {
+    const TensorInfo* t = f_.find_tensor(name);
+    if (t == nullptr) return Status::errorf("missing tensor {}", name);
+    if (t->shape != shape) {
+      TensorInfo want;
+      want.shape = shape;
+      return Status::errorf("tensor {}: expected shape {}, found {}", name, want.shape_string(),
+                            t->shape_string());
+    }
+    return t;
+  }
+
+  // 1-D f32 vectors: norms and biases.
+  Expected<const float*> vector(const std::string& name, int64_t n) {
+    PONDER_ASSIGN_OR_RETURN(const TensorInfo* t, find(name, {n}));
+    if (t->type != GgmlType::F32) {
+      return Status::errorf("tensor {}: expected type F32, found {}", name, ggml_type_name(t->type));
+    }
+    if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0) {
+      return Status::errorf("tensor {}: data is not 4-byte aligned", name);
+    }
+    return reinterpret_cast<const float*>(t->data);
+  }
+
+  Expected<WeightView> matrix(const std::string& name, int64_t n_out, int64_t n_in) {
+    PONDER_ASSIGN_OR_RETURN(const TensorInfo* t, find(name, {n_in, n_out}));
+    switch (t->type) {
+      case GgmlType::Q8_1:
+      case GgmlType::Q8_K:
+        return Status::errorf("tensor {}: type {} is for activations, not weights", name,
+                              ggml_type_name(t->type));
+      default: break;
+    }
+    return WeightView{t->type, t->data, n_in, n_out};
+  }
+
+ private:
+  const GgufFile& f_;
+};
+
+}  // namespace
+
+Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Config& c) {
+  Binder b(file);
+  Qwen2Weights w;
+  const int64_t q_dim = c.n_head * c.head_dim;
+  const int64_t kv_dim = c.n_head_kv * c.head_dim;
+  PONDER_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_vocab, c.n_embd));
+  PONDER_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", c.n_embd));
+  if (file.find_tensor("output.weight") != nullptr) {
+    PONDER_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.n_vocab, c.n_embd));
+  } else {
+    w.output = w.token_embd;
+    w.tied_output = true;
+  }
+  w.layers.resize(static_cast<size_t>(c.n_layer));
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    Qwen2Layer& l = w.layers[static_cast<size_t>(i)];
+    auto name = [i](const char* suffix) { return fmt::format("blk.{}.{}", i, suffix); };
+    PONDER_ASSIGN_OR_RETURN(l.attn_norm, b.vector(name("attn_norm.weight"), c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.wq, b.matrix(name("attn_q.weight"), q_dim, c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.wk, b.matrix(name("attn_k.weight"), kv_dim, c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.wv, b.matrix(name("attn_v.weight"), kv_dim, c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.bq, b.vector(name("attn_q.bias"), q_dim));
+    PONDER_ASSIGN_OR_RETURN(l.bk, b.vector(name("attn_k.bias"), kv_dim));
+    PONDER_ASSIGN_OR_RETURN(l.bv, b.vector(name("attn_v.bias"), kv_dim));
+    PONDER_ASSIGN_OR_RETURN(l.wo, b.matrix(name("attn_output.weight"), c.n_embd, q_dim));
+    PONDER_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name("ffn_norm.weight"), c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name("ffn_gate.weight"), c.n_ff, c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.w_up, b.matrix(name("ffn_up.weight"), c.n_ff, c.n_embd));
+    PONDER_ASSIGN_OR_RETURN(l.w_down, b.matrix(name("ffn_down.weight"), c.n_embd, c.n_ff));
+  }
+  return w;
+}
+
+}  // namespace ponder

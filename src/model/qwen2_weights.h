@@ -1,0 +1,41 @@
+// Qwen2Weights: every weight of a Qwen2 model bound by name from a GGUF file, with its shape and
+// type checked (a mismatch names the tensor, the expected and the actual shape). Weights stay in
+// the file's storage type, pointing into the memory map.
+// Depends on gguf, kernels (WeightView) and model/qwen2_config.h.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "kernels/matmul.h"
+#include "model/qwen2_config.h"
+
+namespace ponder {
+
+struct Qwen2Layer {
+  const float* attn_norm;  // [n_embd]
+  WeightView wq;           // [n_head * head_dim, n_embd]
+  WeightView wk;           // [n_head_kv * head_dim, n_embd]
+  WeightView wv;           // [n_head_kv * head_dim, n_embd]
+  const float* bq;         // [n_head * head_dim]
+  const float* bk;         // [n_head_kv * head_dim]
+  const float* bv;         // [n_head_kv * head_dim]
+  WeightView wo;           // [n_embd, n_head * head_dim]
+  const float* ffn_norm;   // [n_embd]
+  WeightView w_gate;       // [n_ff, n_embd]
+  WeightView w_up;         // [n_ff, n_embd]
+  WeightView w_down;       // [n_embd, n_ff]
+};
+
+struct Qwen2Weights {
+  WeightView token_embd;     // [n_vocab, n_embd]
+  const float* output_norm;  // [n_embd]
+  WeightView output;         // [n_vocab, n_embd]; token_embd when the file ties them
+  bool tied_output = false;
+  std::vector<Qwen2Layer> layers;
+
+  static Expected<Qwen2Weights> bind(const GgufFile& file, const Qwen2Config& config);
+};
+
+}  // namespace ponder

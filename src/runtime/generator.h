@@ -1,0 +1,78 @@
+// Generator: one sequence at a time on a Qwen2Model: feeds a prompt (reusing the longest prefix
+// already in its KV cache, so a chat's earlier turns are not recomputed), then samples tokens
+// until EOS, a stop string, max_tokens, the context end or a cancel, streaming text as it comes.
+// The multi-user engine (continuous batching, shared prefix blocks) builds on the same forward
+// pass; this is the single-sequence path behind `ponder run`, `ponder chat` and `ponder logits`.
+// Depends on model, text, runtime/sampler.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/qwen2_model.h"
+#include "runtime/sampler.h"
+#include "text/tokenizer.h"
+
+namespace ponder {
+
+struct GenerateOptions {
+  int32_t max_tokens = 4096;
+  SamplerParams sampling;
+  std::vector<std::string> stop;  // stop strings (not emitted)
+  bool stop_at_eog = true;        // stop at EOS / end-of-turn tokens
+};
+
+struct GenerateStats {
+  int32_t n_prompt = 0;   // prompt tokens
+  int32_t n_reused = 0;   // of those, taken from the KV cache
+  int32_t n_gen = 0;      // generated tokens
+  double prompt_s = 0;    // time to process the prompt (the new part)
+  double gen_s = 0;       // time from the first to the last generated token
+  double ttft_s = 0;      // time to first token, from the call
+  std::string finish_reason;  // "stop" (EOS or stop string), "length", "context", "cancelled"
+  std::vector<int32_t> tokens;  // generated ids
+};
+
+class Generator {
+ public:
+  // n_ctx: positions the KV cache holds. The model must outlive the generator.
+  Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_t n_ctx, int n_threads,
+            int32_t n_batch = 256);
+
+  int32_t n_ctx() const { return n_ctx_; }
+  ThreadPool& pool() { return pool_; }
+
+  // Feeds `prompt` and generates. on_text receives whole UTF-8 characters as they are ready.
+  // Fails on an empty prompt, a prompt that does not fit the context, or a bad token id.
+  Expected<GenerateStats> generate(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                   const std::function<void(std::string_view)>& on_text,
+                                   const std::atomic<bool>* cancel = nullptr);
+
+  // Runs `tokens` through the model after the cached prefix they share, filling logits
+  // [n_new, n_vocab] for every new row when `all_logits`, else only for the last token.
+  // Returns the number of reused (cached) tokens.
+  Expected<int32_t> evaluate(const std::vector<int32_t>& tokens, bool all_logits,
+                             std::vector<float>* logits);
+
+  // Forgets the cache contents.
+  void reset() { cached_.clear(); }
+
+ private:
+  Status forward_chunk(const std::vector<int32_t>& tokens, size_t begin, size_t end,
+                       bool all_logits, float* logits);
+
+  Qwen2Model& model_;
+  const text::Tokenizer& tokenizer_;
+  int32_t n_ctx_;
+  int32_t n_batch_;
+  ThreadPool pool_;
+  KvCache cache_;
+  std::vector<int32_t> blocks_;   // the sequence's blocks: 0, 1, 2, ...
+  std::vector<int32_t> cached_;   // tokens whose K/V are in the cache, by position
+};
+
+}  // namespace ponder

@@ -1,0 +1,72 @@
+// ChatTemplate: renders a conversation into the prompt text a model was trained on, natively (no
+// Jinja engine). Two families:
+//   deepseek-r1  the DeepSeek-R1-Distill template: BOS, the system prompt, <｜User｜> turns,
+//                <｜Assistant｜> turns with their thinking (everything up to the last </think>)
+//                removed and each closed by <｜end▁of▁sentence｜>, and the generation prompt
+//                "<｜Assistant｜><think>\n" (so the model's output starts inside its thinking);
+//   chatml       <|im_start|>role\ncontent<|im_end|>\n (Qwen2.5 instruct), no default system.
+// The output is a list of segments that say which text comes from the template and which from
+// the messages, so that tokenize_chat() parses special tokens only in template text: a user who
+// types "<｜Assistant｜>" gets plain-text tokens, never the control token.
+// Depends on text/tokenizer.h and gguf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "text/tokenizer.h"
+
+namespace ponder::text {
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" ("tool" for deepseek-r1)
+  std::string content;
+};
+
+struct ChatSegment {
+  std::string text;
+  bool is_template = false;  // true: written by the template, special tokens are parsed
+};
+
+enum class ChatFormat { kDeepSeekR1, kChatML };
+
+class ChatTemplate {
+ public:
+  // "deepseek-r1" (also "deepseek-r1-qwen", "deepseek3") or "chatml" (also "qwen2", "qwen2.5").
+  static Expected<ChatTemplate> from_name(std::string_view name);
+  // Recognises the family from the Jinja text of tokenizer.chat_template.
+  static Expected<ChatTemplate> detect(std::string_view jinja);
+  // override_name if it is not empty, else the file's tokenizer.chat_template.
+  static Expected<ChatTemplate> for_model(const GgufFile& file, std::string_view override_name);
+
+  ChatFormat format() const { return format_; }
+  const char* name() const;
+
+  // Fails on a role the template does not know.
+  Expected<std::vector<ChatSegment>> render(const std::vector<ChatMessage>& messages,
+                                            bool add_generation_prompt) const;
+
+ private:
+  explicit ChatTemplate(ChatFormat f) : format_(f) {}
+  Status render_r1(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                   std::vector<ChatSegment>* out) const;
+  Status render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                       std::vector<ChatSegment>* out) const;
+
+  ChatFormat format_;
+};
+
+// The prompt as one string (what the Jinja template would produce).
+std::string join_segments(const std::vector<ChatSegment>& segments);
+
+// Token ids of a rendered chat: added tokens are recognised in template segments only. Text
+// between two added tokens is encoded as one stretch even when it spans segments, so the result
+// equals encoding the joined prompt with parse_special whenever the messages hold no added token.
+std::vector<int32_t> tokenize_chat(const Tokenizer& tokenizer,
+                                   const std::vector<ChatSegment>& segments);
+
+}  // namespace ponder::text
