@@ -2,6 +2,7 @@
 
 #include "base/thread_pool.h"
 #include "base/timer.h"
+#include "cpu/topology.h"
 
 namespace ponder::cli {
 
@@ -27,6 +28,6 @@ Expected<text::ChatTemplate> ModelSession::chat_template(const std::string& name
   return text::ChatTemplate::for_model(file, name);
 }
 
-int default_threads() { return default_thread_count(); }
+int default_threads() { return cpu_topology().default_threads(); }
 
 }  // namespace ponder::cli

@@ -87,7 +87,7 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
 inline int nibble(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4); }
 inline int high_bit(const uint8_t qh[4], int j) { return (qh[j / 8] >> (j % 8)) & 1; }
 
-// The common shape of ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0 (AVX2): per block, lane l gets the exact
+// The common shape of ggml_vec_dot_{q5_0,q8_0}_q8_0 (AVX2): per block, lane l gets the exact
 // integer sum of the 4 products of elements 4l..4l+3, and acc[l] = fma(dw * dx, float(sum), acc[l]);
 // the result is hsum8(acc). Quant(block, j) returns the signed weight quant.
 template <typename Block, typename Quant>
@@ -213,10 +213,21 @@ float dot_half(const void* w_row, const void* x_row, int64_t n) {
 float dot_f16(const void* w_row, const void* x_row, int64_t n) { return dot_half<fp16_to_fp32>(w_row, x_row, n); }
 float dot_bf16(const void* w_row, const void* x_row, int64_t n) { return dot_half<bf16_to_fp32>(w_row, x_row, n); }
 
-// ggml_vec_dot_q4_0_q8_0 (AVX2): weight quants nibble - 8.
+// Q4_0 is not done by ggml_vec_dot_q4_0_q8_0: on AVX2 machines llama.cpp repacks Q4_0 weights into
+// 8-row interleaved blocks (CPU_REPACK, q4_0_8x8) and multiplies with ggml_gemm / ggml_gemv_q4_0_8x8_q8_0
+// (arch/x86/repack.cpp). Their float order per output: one scalar accumulator,
+// acc = fma(float(exact integer dot of the whole block), dw * dx, acc) over the blocks.
+// The Q4_0 goldens are bit-identical with this order and not with vec_dot's 8 lanes.
 float dot_q4_0(const void* w_row, const void* x_row, int64_t n) {
-  return dot_q8_0_family<BlockQ4_0>(w_row, x_row, n,
-                                    [](const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; });
+  const BlockQ4_0* w = static_cast<const BlockQ4_0*>(w_row);
+  const BlockQ8_0* x = static_cast<const BlockQ8_0*>(x_row);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) sum += (nibble(w[b].qs, j) - 8) * x[b].qs[j];
+    acc = std::fma(static_cast<float>(sum), fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), acc);
+  }
+  return acc;
 }
 
 // ggml_vec_dot_q5_0_q8_0 (AVX2): weight quants (nibble | bit4 << 4) - 16.
@@ -373,9 +384,11 @@ float dot_q5_K(const void* w_row, const void* x_row, int64_t n) {
   return hsum8(acc) + summs;
 }
 
-// ggml_vec_dot_q6_K_q8_K (AVX2): quant lanes as Q3_K's with unsigned 6-bit quants and int8 scales,
-// minus 32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) for the -32 offset (a different
-// grouping, but exact integers); acc[l] = fma(dx * d, lane, acc[l]); result hsum8(acc).
+// ggml_vec_dot_q6_K_q8_K (AVX2) as the goldens' llama.cpp had it: quant lanes as Q3_K's with the
+// quants q - 32 and int8 scales, acc[l] = fma(dx * d, lane, acc[l]); result hsum8(acc).
+// Current llama.cpp instead subtracts 32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) from lane
+// l, a different split of the same integer over the lanes; the goldens' logits are bit-identical
+// only with the per-element offset used here (measured: ~40% of logits were 1 ulp off before).
 float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
   const BlockQ6_K* w = static_cast<const BlockQ6_K*>(w_row);
   const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
@@ -392,12 +405,11 @@ float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
             const uint8_t ql = w[b].ql[64 * h + 32 * (k % 2) + e];
             const int low = k < 2 ? (ql & 0xF) : (ql >> 4);
             const int high = (w[b].qh[32 * h + e] >> (2 * k)) & 3;
-            p += (low | (high << 4)) * x[b].qs[128 * h + 32 * k + e];
+            p += ((low | (high << 4)) - 32) * x[b].qs[128 * h + 32 * k + e];
           }
           sumi += sc[8 * h + 2 * k + l / 4] * p;
         }
       }
-      sumi -= 32 * (sc[2 * l] * x[b].bsums[2 * l] + sc[2 * l + 1] * x[b].bsums[2 * l + 1]);
       acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
     }
   }

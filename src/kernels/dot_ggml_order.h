@@ -2,12 +2,14 @@
 // rounded to the weight type's companion ("vec-dot") type, as llama.cpp's CPU backend does it.
 //
 // Why the exact float order matters: the golden logits (shared/golden) come from llama.cpp's x86
-// AVX2 kernels (ggml/src/ggml-cpu/arch/x86/quants.c; on the AVX-512 golden machine the same AVX2
-// branches are compiled, there are no AVX-512 variants of these functions). The small test model is
+// CPU backend (ggml/src/ggml-cpu/arch/x86/quants.c; on the AVX-512 golden machine the AVX2 branches
+// of those functions are what is compiled, there are no AVX-512 variants). The small test model is
 // chaotic: a 1-ulp difference in one matmul output flips int8 roundings of the next activations
-// and moves the logits measurably. So each function below reproduces the float operations of its
-// llama.cpp counterpart in the same order (8 float accumulator lanes, fused multiply-adds, the same
-// horizontal sum), while the integer parts are exact and are computed plainly.
+// and moves the logits measurably. So each function below reproduces the float operations of the
+// llama.cpp kernel that produced the goldens in the same order (8 float accumulator lanes, fused
+// multiply-adds, the same horizontal sum), while the integer parts are exact and computed plainly.
+// Two deviate from current llama.cpp's vec_dot, as measured on the goldens: Q4_0 follows the
+// repacked (CPU_REPACK q4_0_8x8) gemm/gemv, Q6_K the older per-element offset of its AVX2 kernel.
 // Depends on gguf/ggml_type.h and quant/blocks.h.
 #pragma once
 

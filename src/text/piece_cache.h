@@ -14,7 +14,10 @@ class PieceCache {
  public:
   // Forgets everything (the keys of the last call point into a text that may be gone).
   void clear() {
-    ++stamp_;
+    if (++stamp_ == 0) {  // after 2^32 calls: empty slots carry stamp 0, so start over
+      slots_.assign(slots_.size(), Slot{});
+      stamp_ = 1;
+    }
     size_ = 0;
     ids_.clear();
   }

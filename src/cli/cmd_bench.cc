@@ -1,0 +1,157 @@
+// ponder bench: prompt-processing and generation speed like llama-bench (pp512 / tg128, mean and
+// standard deviation over repetitions, a thread sweep naming the best count), batched decode
+// throughput, the machine's measured read bandwidth and each tg result as a fraction of it, and
+// peak RSS. `-o json` uses llama-bench's field names so the two tools compare directly.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/model_session.h"
+#include "cpu/cpu_features.h"
+#include "cpu/memory_bandwidth.h"
+#include "cpu/topology.h"
+#include "runtime/bench.h"
+
+namespace ponder::cli {
+namespace {
+
+struct Row {
+  std::string test;
+  BenchResult r;
+};
+
+int run_bench_cmd(int argc, char** argv) {
+  CLI::App app{"Measure prompt processing and generation speed"};
+  std::string model_path, output = "md";
+  std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches;
+  std::vector<int> threads;
+  int reps = 5;
+  bool no_bandwidth = false;
+  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
+  app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
+  app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")->delimiter(',');
+  app.add_option("-r,--repetitions", reps, "repetitions per test")->capture_default_str();
+  app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
+  app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
+  app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
+  CLI11_PARSE(app, argc, argv);
+  if (reps < 1) return fail("bench", "-r must be at least 1");
+  if (threads.empty()) {
+    for (int t = 1; t <= cpu_topology().default_threads(); ++t) threads.push_back(t);
+  }
+  for (int t : threads) {
+    if (t < 1) return fail("bench", fmt::format("thread count {} is not positive", t));
+  }
+
+  auto session = ModelSession::open(model_path);
+  if (!session.has_value()) return fail("bench", session.status().message());
+  ModelSession& s = **session;
+  const int64_t bytes_per_token = weight_bytes_per_token(*s.model);
+  const size_t model_size = s.file.file_size();
+  int64_t n_params = 0;
+  for (const TensorInfo& t : s.file.tensors()) n_params += t.n_elements;
+
+  std::vector<Row> rows;
+  for (int t : threads) {
+    ThreadPool pool(t);
+    auto add = [&](const std::string& name, int32_t p, int32_t g, int32_t seqs) -> bool {
+      auto r = run_bench(*s.model, p, g, seqs, reps, pool);
+      if (!r.has_value()) {
+        fail("bench", r.status().message());
+        return false;
+      }
+      rows.push_back({name, *r});
+      if (output == "md") {
+        fmt::print(stderr, "  {} t={}: {:.2f} t/s\n", name, t, r->mean_ts());
+      }
+      return true;
+    };
+    for (int32_t p : n_prompt) {
+      if (p > 0 && !add(fmt::format("pp{}", p), p, 0, 1)) return 1;
+    }
+    for (int32_t g : n_gen) {
+      if (g > 0 && !add(fmt::format("tg{}", g), 0, g, 1)) return 1;
+      for (int32_t b : batches) {
+        if (g > 0 && b > 1 && !add(fmt::format("tg{} x{}", g, b), 0, g, b)) return 1;
+      }
+    }
+  }
+
+  // Peak RSS of the model runs, read before the bandwidth test allocates its buffer.
+  const size_t peak_rss = peak_rss_bytes();
+  double bandwidth = 0;
+  if (!no_bandwidth) {
+    ThreadPool pool(*std::max_element(threads.begin(), threads.end()));
+    bandwidth = measure_read_bandwidth_gbs(pool);
+  }
+
+  const std::string model_name = std::filesystem::path(model_path).filename().string();
+  if (output == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& row : rows) {
+      nlohmann::json samples_ts = nlohmann::json::array(), samples_ns = nlohmann::json::array();
+      for (double sec : row.r.seconds) {
+        samples_ts.push_back(row.r.tokens() / sec);
+        samples_ns.push_back(static_cast<int64_t>(sec * 1e9));
+      }
+      out.push_back({{"build_commit", "ponder"},
+                     {"cpu_info", cpu_features().brand},
+                     {"backend", fmt::format("CPU ({})", isa_name(active_isa()))},
+                     {"model_filename", model_path},
+                     {"model_type", model_name},
+                     {"model_size", model_size},
+                     {"model_n_params", n_params},
+                     {"n_batch", 512},
+                     {"n_ubatch", 512},
+                     {"n_threads", row.r.n_threads},
+                     {"n_prompt", row.r.n_prompt},
+                     {"n_gen", row.r.n_gen},
+                     {"n_seq", row.r.n_seq},
+                     {"avg_ns", static_cast<int64_t>(row.r.mean_s() * 1e9)},
+                     {"stddev_ns", static_cast<int64_t>(row.r.stddev_s() * 1e9)},
+                     {"avg_ts", row.r.mean_ts()},
+                     {"stddev_ts", row.r.stddev_ts()},
+                     {"samples_ns", samples_ns},
+                     {"samples_ts", samples_ts},
+                     {"bytes_per_token", row.r.n_gen > 0 ? bytes_per_token : 0},
+                     {"mem_bandwidth_gbs", bandwidth},
+                     {"peak_rss_bytes", peak_rss}});
+    }
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+
+  fmt::print("model: {} ({:.2f} GB, {:.2f} B params), CPU: {} [{}], {}\n", model_name, model_size / 1e9,
+             n_params / 1e9, cpu_features().brand, isa_name(active_isa()), cpu_topology().summary());
+  if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
+  fmt::print("\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
+  std::map<std::string, std::pair<int, double>> best;
+  for (const Row& row : rows) {
+    std::string gbs = "", frac = "";
+    if (row.r.n_gen > 0) {
+      const double eff = bytes_per_token * row.r.mean_ts() / row.r.n_seq / 1e9;
+      gbs = fmt::format("{:.1f}", eff);
+      if (bandwidth > 0) frac = fmt::format("{:.0f}%", 100 * eff / bandwidth);
+    }
+    fmt::print("| {} | {} | {:.2f} ± {:.2f} | {} | {} |\n", row.test, row.r.n_threads, row.r.mean_ts(),
+               row.r.stddev_ts(), gbs, frac);
+    auto& b = best[row.test];
+    if (row.r.mean_ts() > b.second) b = {row.r.n_threads, row.r.mean_ts()};
+  }
+  if (threads.size() > 1) {
+    for (const auto& [test, b] : best) fmt::print("best threads for {}: {} ({:.2f} t/s)\n", test, b.first, b.second);
+  }
+  fmt::print("peak RSS: {:.2f} GB\n", peak_rss / 1e9);
+  return 0;
+}
+
+}  // namespace
+
+PONDER_COMMAND("bench", "measure prompt and generation speed (like llama-bench)", run_bench_cmd);
+
+}  // namespace ponder::cli

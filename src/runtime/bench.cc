@@ -1,0 +1,96 @@
+#include "runtime/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "base/timer.h"
+
+namespace ponder {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+}  // namespace
+
+double BenchResult::mean_s() const { return mean(seconds); }
+double BenchResult::stddev_s() const { return stddev(seconds); }
+double BenchResult::mean_ts() const {
+  std::vector<double> ts;
+  for (double s : seconds) ts.push_back(tokens() / s);
+  return mean(ts);
+}
+double BenchResult::stddev_ts() const {
+  std::vector<double> ts;
+  for (double s : seconds) ts.push_back(tokens() / s);
+  return stddev(ts);
+}
+
+int64_t weight_bytes_per_token(const Qwen2Model& model) {
+  const Qwen2Weights& w = model.weights();
+  auto bytes = [](const WeightView& v) { return v.row_bytes() * v.n_out; };
+  int64_t total = w.token_embd.row_bytes() + bytes(w.output);
+  for (const Qwen2Layer& l : w.layers) {
+    total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) +
+             bytes(l.w_up) + bytes(l.w_down);
+  }
+  return total;
+}
+
+Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_seq,
+                                int reps, ThreadPool& pool, int32_t n_batch) {
+  const int64_t n_vocab = model.config().n_vocab;
+  const int32_t per_seq = std::max(n_prompt, 1) + n_gen;
+  const int64_t block = 16;
+  const int64_t blocks_per_seq = (per_seq + block - 1) / block;
+  KvCache cache = model.make_cache(blocks_per_seq * n_seq, block);
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n_seq));
+  for (int32_t s = 0; s < n_seq; ++s) {
+    for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));
+  }
+  std::vector<float> logits(static_cast<size_t>(std::max<int32_t>(n_seq, 1) * n_vocab));
+  BenchResult result;
+  result.n_prompt = n_prompt;
+  result.n_gen = n_gen;
+  result.n_seq = n_seq;
+  result.n_threads = pool.size();
+  // Deterministic pseudo-random tokens: the work does not depend on their values.
+  auto token_at = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
+
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up caches and page tables
+    Timer t;
+    if (n_gen == 0) {
+      for (int32_t b = 0; b < n_prompt; b += n_batch) {
+        Batch batch;
+        batch.block_tables.push_back(tables[0]);
+        const int32_t e = std::min(n_prompt, b + n_batch);
+        for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), i, 0, i + 1 == e});
+        PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
+      }
+    } else {
+      // Each sequence starts from one token at position 0, then steps together.
+      for (int32_t pos = 0; pos < n_gen; ++pos) {
+        Batch batch;
+        for (int32_t s = 0; s < n_seq; ++s) {
+          batch.block_tables.push_back(tables[s]);
+          batch.rows.push_back({token_at(pos * n_seq + s), pos, s, true});
+        }
+        PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
+      }
+    }
+    if (rep >= 0) result.seconds.push_back(t.seconds());
+  }
+  return result;
+}
+
+}  // namespace ponder

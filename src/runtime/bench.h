@@ -1,0 +1,36 @@
+// Benchmarks of the forward pass, like llama-bench: prompt processing (pp: n tokens in one batch
+// per chunk) and text generation (tg: n tokens one at a time, each reading every weight), plus
+// batched decode (B sequences stepping together). Timing only: no sampling, argmax inputs.
+// Depends on model, base.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/qwen2_model.h"
+
+namespace ponder {
+
+struct BenchResult {
+  int32_t n_prompt = 0;   // pp test: prompt tokens
+  int32_t n_gen = 0;      // tg test: generated tokens (per sequence)
+  int32_t n_seq = 1;      // sequences decoding together
+  int n_threads = 1;
+  std::vector<double> seconds;  // one per repetition
+  double tokens() const { return n_prompt + static_cast<double>(n_gen) * n_seq; }
+  double mean_ts() const;
+  double stddev_ts() const;
+  double mean_s() const;
+  double stddev_s() const;
+};
+
+// Runs pp (n_prompt > 0, n_gen == 0) or tg (n_gen > 0) `reps` times after one warm-up.
+Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_seq,
+                                int reps, ThreadPool& pool, int32_t n_batch = 512);
+
+// Bytes read from weights to generate one token: every matrix once, one embedding row.
+int64_t weight_bytes_per_token(const Qwen2Model& model);
+
+}  // namespace ponder
