@@ -2,7 +2,22 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PONDER_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define PONDER_PAUSE() __asm__ __volatile__("yield")
+#else
+#define PONDER_PAUSE() \
+  do {                 \
+  } while (0)
+#endif
+
 namespace ponder {
+namespace {
+// About a millisecond of spinning before a worker goes to sleep.
+constexpr int kSpinsBeforeSleep = 1 << 14;
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -11,28 +26,30 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
-  start_cv_.notify_all();
+  wake_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* job;
-    {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+      if (++spins < kSpinsBeforeSleep) {
+        PONDER_PAUSE();
+        continue;
+      }
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+      wake_cv_.wait(lock, [&] {
+        return stop_.load() || generation_.load(std::memory_order_acquire) != seen;
+      });
     }
-    (*job)(index, n_threads_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    (*job_)(index, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -41,17 +58,16 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     fn(0, 1);
     return;
   }
+  job_ = &fn;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   {
+    // Taking the lock orders this wake-up after any worker's last check of generation_.
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    pending_ = n_threads_ - 1;
-    ++generation_;
   }
-  start_cv_.notify_all();
+  wake_cv_.notify_all();
   fn(0, n_threads_);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
+  while (pending_.load(std::memory_order_acquire) != 0) PONDER_PAUSE();
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,

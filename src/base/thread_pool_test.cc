@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace ponder {
@@ -30,6 +32,23 @@ TEST(ThreadPoolTest, RunReachesEveryThreadRepeatedly) {
       mask |= 1 << ti;
     });
     ASSERT_EQ(mask.load(), 0xF);
+  }
+}
+
+}  // namespace
+}  // namespace ponder
+
+namespace ponder {
+namespace {
+
+// Workers that fell asleep after a quiet spell still wake for the next job.
+TEST(ThreadPoolTest, WakesAfterSleeping) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::atomic<int> count{0};
+    pool.run([&](int, int) { count++; });
+    ASSERT_EQ(count.load(), 3);
   }
 }
 
