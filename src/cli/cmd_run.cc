@@ -21,6 +21,7 @@ int run_run(int argc, char** argv) {
   app.add_flag("--raw", raw, "feed the prompt as it is (special tokens parsed), no template");
   CLI11_PARSE(app, argc, argv);
   if (Status st = flags.validate(); !st.is_ok()) return fail("run", st.message());
+  if (prompt.empty()) return fail("run", "the prompt is empty");
 
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("run", session.status().message());

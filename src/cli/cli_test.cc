@@ -1,0 +1,116 @@
+// End-to-end tests of the `ponder` binary: real processes, real files, exit codes and messages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "model/pgld.h"
+
+namespace ponder {
+namespace {
+
+const std::string kPonder = std::string(PONDER_BINARY_DIR) + "/ponder";
+const std::string kShared = PONDER_SHARED_DIR;
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = kPonder + " " + args + " 2>&1 < /dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ponder_cli_" + std::to_string(getpid()) + "_" + name)).string();
+}
+
+TEST(CliTest, LogitsCommandMeetsTheGoldenThresholds) {
+  const std::string out = temp_path("q8.pgld");
+  Result r = run("logits -m " + kShared + "/models/tiny-Q8_0.gguf --prompt-file " + kShared +
+                 "/golden/p2.txt --gen 8 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto ours = Pgld::read(out);
+  auto golden = Pgld::read(kShared + "/golden/Q8_0-p2.pgld");
+  ASSERT_TRUE(ours.has_value() && golden.has_value());
+  ASSERT_EQ(ours->n_prompt, golden->n_prompt);  // same tokenization of the prompt
+  for (uint32_t i = 0; i < ours->n_prompt; ++i) ASSERT_EQ(ours->tokens[i], golden->tokens[i]);
+  // Greedy continuation and every row's top-64 against the golden (rows where tokens agree).
+  for (size_t r2 = 0; r2 < ours->rows.size(); ++r2) {
+    if (ours->tokens[std::min(r2, ours->tokens.size() - 1)] != golden->tokens[std::min(r2, golden->tokens.size() - 1)]) break;
+    std::vector<float> full(ours->n_vocab, -1e30f);
+    for (const auto& [id, logit] : ours->rows[r2].top) full[id] = logit;
+    // Compare the golden's top ids with ours (ours kept top-64: compare on the intersection).
+    double worst = 0;
+    for (const auto& [id, logit] : golden->rows[r2].top) {
+      if (full[id] <= -1e29f) continue;
+      worst = std::max<double>(worst, std::fabs((logit - golden->rows[r2].lse) - (full[id] - ours->rows[r2].lse)));
+    }
+    EXPECT_LT(worst, 0.25) << "row " << r2;
+  }
+  std::filesystem::remove(out);
+}
+
+TEST(CliTest, RunGeneratesAndReportsTimings) {
+  Result r = run("run -m " + kShared + "/models/tiny-Q4_K_M.gguf -p 'What is 2+2?' -n 8 --temp 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[thinking]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first token"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
+  const std::string tiny = kShared + "/models/tiny-Q8_0.gguf";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"run -m /nonexistent.gguf -p hi", "cannot open /nonexistent.gguf"},
+      {"run -m " + kShared + "/models/vocab-r1-qwen.gguf -p hi", "missing tensor token_embd.weight"},
+      {"run -m " + tiny + " -p '' --raw", "the prompt is empty"},
+      {"run -m " + tiny + " -p 'a b c d e f g h i j k l m n o p q r s t' --ctx 16", "but the context holds 16"},
+      {"run -m " + tiny + " -p hi --chat-template nonsense", "nonsense"},
+      {"info /etc/os-release", "not a GGUF file"},
+      {"nosuchcommand", "unknown command"},
+  };
+  for (const Case& c : cases) {
+    Result r = run(c.args);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("Aborted"), std::string::npos) << c.args;
+  }
+}
+
+TEST(CliTest, NotQwen2IsRefusedByName) {
+  // A copy of the tiny model with another architecture name.
+  auto src = std::string(kShared + "/models/tiny-Q8_0.gguf");
+  std::ifstream in(src, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = bytes.find("qwen2");  // the value of general.architecture comes first
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 5, "llama");
+  const std::string path = temp_path("llama.gguf");
+  std::ofstream(path, std::ios::binary) << bytes;
+  Result r = run("run -m " + path + " -p hi");
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(r.out.find("architecture is llama") != std::string::npos ||
+              r.out.find("missing") != std::string::npos) << r.out;
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace ponder
