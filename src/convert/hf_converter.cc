@@ -1,5 +1,8 @@
 #include "convert/hf_converter.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -193,7 +196,21 @@ int64_t HfConverter::output_bytes() const {
   return total;
 }
 
+// Drops the pages of a converted source tensor from this process's map, so that resident memory
+// stays near one tensor rather than growing to the whole model (the data stays in the page cache).
+static void release_pages(const uint8_t* data, int64_t n_bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + static_cast<uintptr_t>(n_bytes)) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void HfConverter::convert(const ConvertPlan& p, uint8_t* out) {
+  convert_rows(p, out);
+  release_pages(p.src->data, p.src->n_bytes);
+}
+
+void HfConverter::convert_rows(const ConvertPlan& p, uint8_t* out) {
   const StTensor& src = *p.src;
   const int64_t n_cols = p.shape[0];
   const int64_t n_rows = src.n_elements / n_cols;
@@ -230,7 +247,9 @@ Status HfConverter::write(const std::string& out_path) {
   w.set("general.architecture", GgufValue::string("qwen2"));
   w.set("general.name", GgufValue::string(name));
   w.set("general.file_type", GgufValue::u32(llama_file_type(options_.type)));
-  if (options_.type == GgmlType::Q8_0) {
+  // As in the shared reference files (and llama.cpp's quantizer): every type but F32 names the
+  // block format version.
+  if (options_.type != GgmlType::F32) {
     w.set("general.quantization_version", GgufValue::u32(2));
   }
   const HfConfig& c = config_;

@@ -69,6 +69,7 @@ class HfConverter {
  private:
   Status make_plan();
   void convert(const ConvertPlan& p, uint8_t* out);
+  void convert_rows(const ConvertPlan& p, uint8_t* out);
 
   ConvertOptions options_;
   std::string dir_;

@@ -3,6 +3,7 @@
 // (That their float order is llama.cpp's was checked bit for bit against libggml-cpu's vec_dot
 // and quantize_row_q8_* on random rows; the golden test is what guards it here.)
 #include "kernels/dot_ggml_order.h"
+#include "kernels/ggml_math.h"
 
 #include <gtest/gtest.h>
 
@@ -53,7 +54,7 @@ class RowDotTest : public testing::TestWithParam<GgmlType> {};
 TEST_P(RowDotTest, MatchesDequantizedDoubleDot) {
   const GgmlType wt = GetParam();
   const GgmlType at = dot_activation_type(wt);
-  const RowDotFn dot = row_dot_function(wt);
+  const RowDotFn dot = row_dot_function(wt, 1);
   ASSERT_NE(dot, nullptr);
   std::mt19937 rng(1234 + static_cast<unsigned>(wt));
   std::normal_distribution<float> gauss(0.0f, 1.0f);
@@ -78,11 +79,13 @@ TEST_P(RowDotTest, MatchesDequantizedDoubleDot) {
       ref += double(wd[i]) * xd[i];
       mag += std::fabs(double(wd[i]) * xd[i]);
     }
-    const double got = dot(wq.data(), xq.data(), n);
     // Float accumulation over at most a few hundred fused steps: 1e-5 of the magnitude sum is
     // ~100 ulps of headroom while a wrong scale, quant or block would be off by far more.
     const double tol = 1e-5 * mag + q8_1_sum_allowance(wt, wq, xq, n) + 1e-30;
-    EXPECT_NEAR(got, ref, tol) << ggml_type_name(wt) << " n=" << n << " trial " << trial;
+    EXPECT_NEAR(dot(wq.data(), xq.data(), n), ref, tol) << ggml_type_name(wt) << " n=" << n << " trial " << trial;
+    // The batched variant (a different order for F32 / F16) must be just as right.
+    const RowDotFn batched = row_dot_function(wt, 4);
+    EXPECT_NEAR(batched(wq.data(), xq.data(), n), ref, tol) << ggml_type_name(wt) << " batched n=" << n;
   }
 }
 
@@ -94,6 +97,47 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, RowDotTest,
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });
+
+// ggml_vec_dot_f16 / _f32 order handles lengths that are not a multiple of 64 (leftovers).
+TEST(FloatDots, OddLengthsMatchDoubleDot) {
+  std::mt19937 rng(99);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (int64_t n : {1, 15, 63, 64, 65, 200, 333}) {
+    std::vector<float> w(static_cast<size_t>(n)), x(static_cast<size_t>(n));
+    std::vector<uint16_t> wh(static_cast<size_t>(n)), xh(static_cast<size_t>(n));
+    double ref32 = 0, ref16 = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      w[i] = gauss(rng);
+      x[i] = gauss(rng);
+      wh[i] = fp32_to_fp16(w[i]);
+      xh[i] = fp32_to_fp16(x[i]);
+      ref32 += double(w[i]) * x[i];
+      ref16 += double(fp16_to_fp32(wh[i])) * fp16_to_fp32(xh[i]);
+      mag += std::fabs(double(w[i]) * x[i]);
+    }
+    EXPECT_NEAR(dot_f32(w.data(), x.data(), n), ref32, 1e-6 * mag + 1e-30) << n;
+    EXPECT_NEAR(dot_f16_ggml(wh.data(), xh.data(), n), ref16, 1e-6 * mag + 1e-30) << n;
+  }
+}
+
+// ggml's exp approximation is within a few ulps of the true exp (bit-exactness against llama.cpp
+// was checked separately), with its saturation beyond |x / ln 2| > 192.
+TEST(GgmlMath, ExpSiluSoftmax) {
+  for (float x = -80.0f; x <= 80.0f; x += 0.0137f) {
+    const double e = std::exp(double(x));
+    EXPECT_NEAR(expf_ggml(x), e, 4e-7 * e) << x;
+  }
+  EXPECT_EQ(expf_ggml(-200.0f), 0.0f);
+  EXPECT_EQ(expf_ggml(200.0f), INFINITY);
+  EXPECT_NEAR(silu_ggml(1.0f), 1.0 / (1.0 + std::exp(-1.0)), 1e-7);
+  std::vector<float> x(37), y(37);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i);
+  const double sum = softmax_exp_sum_ggml(x.data(), 3.6f, 37, y.data());
+  double ref = 0;
+  for (float v : x) ref += std::exp(double(v) - 3.6);
+  EXPECT_NEAR(sum, ref, 1e-6 * ref);
+  EXPECT_NEAR(y[36], 1.0, 1e-6);
+}
 
 // The activation quantizers: Q8_0 / Q8_1 round x * (127 / amax) to nearest even and store
 // d = f16(amax / 127); Q8_K stores d = 1 / (-127 / max) with max the signed value of largest

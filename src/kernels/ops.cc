@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ggml_math.h"
+
 namespace ponder {
 
 void rms_norm(const float* x, const float* weight, float eps, int64_t n, float* out) {
   double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);  // float square, as llama.cpp
   // Mean in double, then the scale in float: llama.cpp's rounding, which its logits carry.
   const float mean = static_cast<float>(ss / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
@@ -25,8 +27,9 @@ void rope_neox(float* v, int64_t head_dim, int32_t pos, float theta) {
     const float s = std::sin(angle);
     const float a = v[i];
     const float b = v[i + half];
-    v[i] = a * c - b * s;
-    v[i + half] = a * s + b * c;
+    // The fused forms llama.cpp's compiler emits.
+    v[i] = std::fma(a, c, -(b * s));
+    v[i + half] = std::fma(a, s, b * c);
     angle *= step;
   }
 }
@@ -43,7 +46,7 @@ void softmax(float* x, int64_t n) {
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  swiglu_ggml(gate, up, n, out);  // llama.cpp's exp approximation: see ggml_math.h
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

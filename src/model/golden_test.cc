@@ -44,9 +44,6 @@ class GoldenTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) {
   const std::string type = GetParam();
-  // Work in progress: these K-quant mixes still sit just above the mean threshold (0.022-0.025)
-  // until the reference dot products follow llama.cpp's float order for K types.
-  if (type == "Q4_K_M" || type == "Q5_K_M" || type == "Q6_K") GTEST_SKIP() << "K-quant dot order pending";
   auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
   ASSERT_TRUE(file.has_value()) << file.status().message();
   auto model = Qwen2Model::load(*file);

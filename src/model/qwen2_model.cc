@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dot_ggml_order.h"
+#include "kernels/ggml_math.h"
 #include "kernels/ops.h"
 #include "quant/half.h"
 
 namespace ponder {
+namespace {
+constexpr int64_t kAttnPad = 256;  // llama.cpp pads the KV length it attends over to 256
+}  // namespace
 
 Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file) {
   PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
@@ -59,6 +64,10 @@ void Qwen2Model::reserve(int64_t n) {
 }
 
 // Causal GQA attention of every (row, head) over its sequence's cached positions 0..pos.
+// The order of float operations follows llama.cpp's non-flash CPU path (q rounded to f16, f16 dot
+// products, softmax over the positions padded to a multiple of 256 with -inf, probabilities
+// rounded to f16, then one f16 dot per output element): the tiny golden models are chaotic, and
+// any other order moves their logits by about the golden threshold.
 void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t layer,
                            ThreadPool& pool) {
   const Qwen2Config& c = config_;
@@ -69,32 +78,40 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   int32_t max_pos = 0;
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
-  const size_t per_thread = static_cast<size_t>(max_pos + 1);
+  const int64_t max_pad = (max_pos + 1 + kAttnPad - 1) / kAttnPad * kAttnPad;
+  // Per thread: scores and exps [max_pad] f32, probabilities and one V column [max_pad] f16, q [hd].
+  const size_t per_thread = static_cast<size_t>(2 * max_pad + (2 * max_pad + hd + 1) / 2 + 1);
   if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
 
   const int64_t n_tasks = n_rows * c.n_head;
   pool.run([&](int ti, int nt) {
-    float* scores = scores_.data() + per_thread * ti;
+    float* sc = scores_.data() + per_thread * ti;  // [max_pad]
+    float* ex = sc + max_pad;                      // [max_pad]
+    uint16_t* probs = reinterpret_cast<uint16_t*>(ex + max_pad);  // [max_pad] f16
+    uint16_t* vcol = probs + max_pad;                             // [max_pad] f16
+    uint16_t* qh = vcol + max_pad;                                // [hd] f16
     for (int64_t task = n_tasks * ti / nt; task < n_tasks * (ti + 1) / nt; ++task) {
       const int64_t row = task / c.n_head;
       const int64_t h = task % c.n_head;
       const int64_t kvh = h / group;
       const BatchRow& r = batch.rows[row];
       const auto& table = batch.block_tables[r.seq];
+      const int64_t n_kv = r.pos + 1;
+      const int64_t n_pad = (n_kv + kAttnPad - 1) / kAttnPad * kAttnPad;
       const float* q = &q_[row * c.n_head * hd + h * hd];
-      for (int32_t p = 0; p <= r.pos; ++p) {
-        const uint16_t* k = cache.k(layer, table[p / bs], p % bs) + kvh * hd;
-        float s = 0;
-        for (int64_t i = 0; i < hd; ++i) s += round_through_fp16(q[i]) * fp16_to_fp32(k[i]);
-        scores[p] = s * scale;
+      for (int64_t i = 0; i < hd; ++i) qh[i] = fp32_to_fp16(q[i]);
+      for (int64_t p = 0; p < n_kv; ++p) {
+        sc[p] = dot_f16_ggml(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh, hd) * scale;
       }
-      softmax(scores, r.pos + 1);
+      std::fill(sc + n_kv, sc + n_pad, -INFINITY);
+      const float mx = *std::max_element(sc, sc + n_kv);
+      const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(sc, mx, n_pad, ex));
+      for (int64_t p = 0; p < n_pad; ++p) probs[p] = fp32_to_fp16(ex[p] * inv);
+      std::fill(vcol + n_kv, vcol + n_pad, uint16_t{0});
       float* out = &attn_[row * c.n_head * hd + h * hd];
-      std::fill(out, out + hd, 0.0f);
-      for (int32_t p = 0; p <= r.pos; ++p) {
-        const uint16_t* v = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
-        const float w = round_through_fp16(scores[p]);
-        for (int64_t i = 0; i < hd; ++i) out[i] += w * fp16_to_fp32(v[i]);
+      for (int64_t i = 0; i < hd; ++i) {
+        for (int64_t p = 0; p < n_kv; ++p) vcol[p] = cache.v(layer, table[p / bs], p % bs)[kvh * hd + i];
+        out[i] = dot_f16_ggml(vcol, probs, n_pad);
       }
     }
   });

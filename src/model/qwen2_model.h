@@ -55,7 +55,7 @@ class Qwen2Model {
   std::vector<float> proj_;    // [n_rows, n_embd]
   std::vector<float> gate_;    // [n_rows, n_ff]
   std::vector<float> up_;      // [n_rows, n_ff]
-  std::vector<float> scores_;  // [n_threads, max context] attention scratch
+  std::vector<float> scores_;  // per thread: scores, exps, f16 probabilities, a V column, q
 };
 
 }  // namespace ponder

@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include "text/stream_decoder.h"
+#include "text/utf8.h"
+
 namespace ponder {
 namespace {
 
@@ -64,7 +67,11 @@ TEST(GeneratorTest, StreamsTextThatDecodesTheTokens) {
   for (int32_t t : s->tokens) {
     if (!f.tokenizer.is_control(t)) visible.push_back(t);
   }
-  EXPECT_EQ(streamed, f.tokenizer.decode(visible));
+  // A stream never carries broken UTF-8: the same text, with invalid bytes as U+FFFD.
+  EXPECT_TRUE(text::is_valid_utf8(streamed));
+  text::StreamDecoder whole(f.tokenizer);
+  const std::string expected = whole.feed_bytes(f.tokenizer.decode(visible)) + whole.flush();
+  EXPECT_EQ(streamed, expected);
 }
 
 TEST(GeneratorTest, BadPromptsAreClearErrors) {

@@ -1,0 +1,55 @@
+#include "kernels/ggml_math.h"
+
+#include <cmath>
+
+namespace ponder {
+namespace {
+
+// GCC's _mm512_reduce_add_ps order (as in dot_ggml_order.cc).
+float reduce16(const float a[16]) {
+  float t8[8], t4[4];
+  for (int l = 0; l < 8; ++l) t8[l] = a[l + 8] + a[l];
+  for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
+  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+}  // namespace
+
+float expf_ggml(float x) {
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick, b = x - n ln 2 in two fused steps, then
+  // 2^n * (1 + b + b^2 P(b)) with the polynomial evaluated in ggml's fma order; _mm512_scalef_ps
+  // is an exact scaling by 2^n (rounded only if the result is subnormal, as ldexp does).
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float j = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+float silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
+
+void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out) {
+  const int64_t n16 = n & ~int64_t{15};
+  for (int64_t i = 0; i < n16; ++i) out[i] = silu_ggml(gate[i]) * up[i];
+  for (int64_t i = n16; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y) {
+  double sum = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int l = 0; l < 16; ++l) y[i + l] = expf_ggml(x[i + l] - max);
+    sum += static_cast<double>(reduce16(y + i));
+  }
+  for (; i < n; ++i) {
+    y[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(y[i]);
+  }
+  return sum;
+}
+
+}  // namespace ponder

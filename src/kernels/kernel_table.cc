@@ -1,0 +1,74 @@
+#include "kernels/kernel_table.h"
+
+#include "kernels/dot_ggml_order.h"
+#include "kernels/x86/x86_kernels.h"
+
+namespace ponder {
+namespace {
+
+int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
+
+// The scalar reference: rows rounded by quantize_activation_row, outputs by the row dot.
+template <GgmlType kType>
+int64_t scalar_packed_row_bytes(int64_t n_in) {
+  return round_up_64(ggml_row_bytes(dot_activation_type(kType), n_in));
+}
+
+template <GgmlType kType>
+void scalar_pack_row(const float* x, void* dst, int64_t n_in) {
+  quantize_activation_row(dot_activation_type(kType), x, dst, n_in);
+}
+
+template <GgmlType kType>
+void scalar_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                 int64_t o_end, float* y, int64_t y_stride) {
+  // As matmul.cc: F32 / F16 take llamafile's order from 2 rows on (row_dot_function explains).
+  const RowDotFn dot = row_dot_function(kType, w.n_in % 16 == 0 ? n_rows : 1);
+  const int64_t x_bytes = scalar_packed_row_bytes<kType>(w.n_in);
+  const uint8_t* x = static_cast<const uint8_t*>(xp);
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] = dot(w.row(o), x + r * x_bytes, w.n_in);
+  }
+}
+
+template <GgmlType kType>
+constexpr MatmulKernel scalar_kernel(const char* name) {
+  return {kType, Isa::kScalar, name, scalar_packed_row_bytes<kType>, scalar_pack_row<kType>,
+          scalar_gemm<kType>};
+}
+
+constexpr MatmulKernel kScalarKernels[] = {
+    scalar_kernel<GgmlType::F32>("f32_scalar"),   scalar_kernel<GgmlType::F16>("f16_scalar"),
+    scalar_kernel<GgmlType::BF16>("bf16_scalar"), scalar_kernel<GgmlType::Q4_0>("q4_0_scalar"),
+    scalar_kernel<GgmlType::Q4_1>("q4_1_scalar"), scalar_kernel<GgmlType::Q5_0>("q5_0_scalar"),
+    scalar_kernel<GgmlType::Q5_1>("q5_1_scalar"), scalar_kernel<GgmlType::Q8_0>("q8_0_scalar"),
+    scalar_kernel<GgmlType::Q2_K>("q2_K_scalar"), scalar_kernel<GgmlType::Q3_K>("q3_K_scalar"),
+    scalar_kernel<GgmlType::Q4_K>("q4_K_scalar"), scalar_kernel<GgmlType::Q5_K>("q5_K_scalar"),
+    scalar_kernel<GgmlType::Q6_K>("q6_K_scalar"),
+};
+
+const MatmulKernel* scalar_matmul_kernel(GgmlType type) {
+  for (const MatmulKernel& k : kScalarKernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
+#if PONDER_X86_KERNELS
+  const CpuFeatures& f = cpu_features();
+  if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && f.avx512vnni) {
+    if (const MatmulKernel* k = avx512_matmul_kernel(type)) return k;
+  }
+  if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && isa_supported(Isa::kAvx2)) {
+    if (const MatmulKernel* k = avx2_matmul_kernel(type)) return k;
+  }
+#endif
+  return scalar_matmul_kernel(type);
+}
+
+const MatmulKernel* active_matmul_kernel(GgmlType type) { return find_matmul_kernel(type, active_isa()); }
+
+}  // namespace ponder

@@ -1,0 +1,190 @@
+// Every SIMD matmul kernel this CPU can run against the scalar reference (kernel_table.h): outputs
+// must be bitwise equal, on random rows of several shapes, for full and partial output ranges; and
+// a row must come out the same alone (gemv) as inside a batch (gemm).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/dot_ggml_order.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+#include "quant/blocks.h"
+#include "quant/quantize.h"
+
+namespace ponder {
+namespace {
+
+// A 64-byte aligned byte buffer.
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(int64_t n) : storage_(static_cast<size_t>(n) + 64) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(storage_.data());
+    data_ = storage_.data() + ((64 - p % 64) % 64);
+  }
+  uint8_t* data() { return data_; }
+
+ private:
+  std::vector<uint8_t> storage_;
+  uint8_t* data_;
+};
+
+struct Case {
+  GgmlType type;
+  Isa isa;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  return std::string(ggml_type_name(info.param.type)) + "_" + isa_name(info.param.isa);
+}
+
+// Random weights [n_out, n_in] quantized to `type`; Q8_0 also gets some -128 codes, which files
+// may hold though our quantizer never writes them.
+std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.05f, 3.0f);
+  const int64_t row_bytes = ggml_row_bytes(type, n_in);
+  std::vector<uint8_t> w(static_cast<size_t>(row_bytes * n_out));
+  std::vector<float> row(static_cast<size_t>(n_in));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const float s = scale(rng);
+    for (float& v : row) v = s * gauss(rng);
+    quantize_row(type, row.data(), w.data() + o * row_bytes, n_in);
+  }
+  if (type == GgmlType::Q8_0) {
+    std::uniform_int_distribution<int64_t> pick(0, n_in * n_out - 1);
+    for (int k = 0; k < 16; ++k) {
+      const int64_t e = pick(rng);
+      BlockQ8_0* blocks = reinterpret_cast<BlockQ8_0*>(w.data() + (e / n_in) * row_bytes);
+      blocks[(e % n_in) / kQK].qs[e % kQK] = -128;
+    }
+  }
+  return w;
+}
+
+// Activations [n_rows, n_in] with per-row scales, outliers, an all-zero block and a tie of the
+// largest magnitudes now and then.
+std::vector<float> random_activations(int64_t n_in, int64_t n_rows, std::mt19937& rng) {
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.01f, 20.0f);
+  std::uniform_int_distribution<int> coin(0, 9);
+  std::vector<float> x(static_cast<size_t>(n_in * n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float s = scale(rng);
+    for (int64_t i = 0; i < n_in; ++i) x[r * n_in + i] = s * gauss(rng) * (coin(rng) == 0 ? 8.0f : 1.0f);
+    if (coin(rng) == 0) std::memset(&x[r * n_in], 0, sizeof(float) * 256);
+    if (coin(rng) == 1) {  // two largest magnitudes of opposite sign: the first one sets Q8_K's sign
+      x[r * n_in + 3] = 100.0f * s;
+      x[r * n_in + 7] = -100.0f * s;
+    }
+  }
+  return x;
+}
+
+// y[n_rows, n_out] from kernel k over outputs [o_begin, o_end) (others left as they were).
+void run_kernel(const MatmulKernel& k, const WeightView& w, const float* x, int64_t n_rows,
+                int64_t o_begin, int64_t o_end, float* y) {
+  const int64_t xb = k.packed_row_bytes(w.n_in);
+  AlignedBuffer xp(xb * n_rows);
+  for (int64_t r = 0; r < n_rows; ++r) k.pack_row(x + r * w.n_in, xp.data() + r * xb, w.n_in);
+  k.gemm(w, xp.data(), n_rows, o_begin, o_end, y, w.n_out);
+}
+
+class SimdKernelTest : public testing::TestWithParam<Case> {
+ protected:
+  const MatmulKernel* kernel() {
+    const MatmulKernel* k = find_matmul_kernel(GetParam().type, GetParam().isa);
+    if (k == nullptr || k->isa != GetParam().isa) return nullptr;
+    return k;
+  }
+};
+
+TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
+  const MatmulKernel* k = kernel();
+  if (k == nullptr) GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel on this CPU";
+  const MatmulKernel* ref = find_matmul_kernel(GetParam().type, Isa::kScalar);
+  ASSERT_NE(ref, nullptr);
+  std::mt19937 rng(77 + static_cast<unsigned>(GetParam().type));
+  struct Shape {
+    int64_t n_in, n_out, n_rows;
+  };
+  std::vector<Shape> shapes = {{256, 1, 1},   {256, 37, 5},  {512, 3, 37}, {768, 17, 1}, {1536, 9, 4},
+                               {1536, 64, 7}, {2304, 5, 13}, {8960, 7, 3}, {8960, 2, 1}, {4096, 33, 9}};
+  if (GetParam().type == GgmlType::F16) {  // rows that are not whole runs of 64 or 16
+    shapes.insert(shapes.end(), {{200, 5, 3}, {208, 7, 1}, {208, 7, 6}, {16, 3, 2}});
+  }
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(testing::Message() << "n_in " << s.n_in << " n_out " << s.n_out << " n_rows " << s.n_rows);
+    const std::vector<uint8_t> wq = random_weights(GetParam().type, s.n_in, s.n_out, rng);
+    const WeightView w{GetParam().type, wq.data(), s.n_in, s.n_out};
+    const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
+    std::vector<float> y_ref(static_cast<size_t>(s.n_rows * s.n_out), NAN);
+    std::vector<float> y(y_ref.size(), NAN);
+    run_kernel(*ref, w, x.data(), s.n_rows, 0, s.n_out, y_ref.data());
+    run_kernel(*k, w, x.data(), s.n_rows, 0, s.n_out, y.data());
+    for (size_t e = 0; e < y.size(); ++e) {
+      ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
+          << "row " << e / s.n_out << " out " << e % s.n_out << ": " << y[e] << " vs " << y_ref[e];
+    }
+    // The reference kernel is the row dot itself.
+    const RowDotFn dot = row_dot_function(GetParam().type);
+    std::vector<uint8_t> xq(static_cast<size_t>(ggml_row_bytes(dot_activation_type(GetParam().type), s.n_in)));
+    quantize_activation_row(dot_activation_type(GetParam().type), x.data(), xq.data(), s.n_in);
+    EXPECT_EQ(dot(wq.data(), xq.data(), s.n_in), y_ref[0]);
+
+    // Uneven output ranges, as the thread pool hands them out.
+    std::vector<float> y_split(y.size(), NAN);
+    for (int64_t o = 0; o < s.n_out;) {
+      const int64_t e = std::min(s.n_out, o + 1 + o % 5);
+      run_kernel(*k, w, x.data(), s.n_rows, o, e, y_split.data());
+      o = e;
+    }
+    EXPECT_EQ(std::memcmp(y_split.data(), y.data(), y.size() * sizeof(float)), 0);
+  }
+}
+
+TEST_P(SimdKernelTest, RowAloneEqualsRowInBatch) {
+  const MatmulKernel* k = kernel();
+  if (k == nullptr) GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel on this CPU";
+  if (GetParam().type == GgmlType::F16) {
+    GTEST_SKIP() << "F16 follows llama.cpp's two orders (one row: vec_dot, batches: tinyBLAS), "
+                    "as the reference row_dot_function does to match the goldens";
+  }
+  std::mt19937 rng(991);
+  const int64_t n_in = 1536, n_out = 29, n_rows = 11;
+  const std::vector<uint8_t> wq = random_weights(GetParam().type, n_in, n_out, rng);
+  const WeightView w{GetParam().type, wq.data(), n_in, n_out};
+  const std::vector<float> x = random_activations(n_in, n_rows, rng);
+  std::vector<float> y_batch(static_cast<size_t>(n_rows * n_out));
+  run_kernel(*k, w, x.data(), n_rows, 0, n_out, y_batch.data());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::vector<float> y_alone(static_cast<size_t>(n_out));
+    run_kernel(*k, w, x.data() + r * n_in, 1, 0, n_out, y_alone.data());
+    EXPECT_EQ(std::memcmp(y_alone.data(), y_batch.data() + r * n_out, n_out * sizeof(float)), 0) << "row " << r;
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16}) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases()), case_name);
+
+TEST(KernelTableTest, FallsBackToScalarAndKnowsNoDotTypes) {
+  const MatmulKernel* k = find_matmul_kernel(GgmlType::Q5_1, Isa::kAvx512);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->isa, Isa::kScalar);
+  EXPECT_EQ(find_matmul_kernel(GgmlType::Q8_K, Isa::kScalar), nullptr);
+  ASSERT_NE(active_matmul_kernel(GgmlType::Q4_K), nullptr);
+}
+
+}  // namespace
+}  // namespace ponder

@@ -1,0 +1,514 @@
+// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels for Q4_K, Q6_K, Q8_0 and F16 weights. The integer work
+// runs 512 bits wide and exactly; every output then gets the reference row dot's float operations
+// in the reference's order (dot_ggml_order.cc): per block one fused multiply-add on 8 float lanes
+// and the same horizontal sums, so results are bitwise equal to the scalar reference and to the
+// AVX2 kernels.
+// The K kernels sum the two 256-bit halves of their integer lanes (two chunks of 32 elements)
+// before the float step; Q8_0 puts two weight rows in the two halves of each float register.
+// The K kernels form 16-bit sums of two products with vpmaddubsw and add scale * two of them into
+// each 32-bit lane with vpdpwssd; Q8_0 uses vpdpbusd (u8 x s8, four products per lane).
+// Packed activations carry what that needs precomputed once per row: quants reordered to match
+// the weight nibble layout (Q4_K) or the sums that turn unsigned weight codes back into signed
+// values (Q6_K: q - 32, Q8_0: w + 128 - 128).
+// Compiled with AVX-512 flags; see x86/tile_driver.h for why nothing here is inline-shared.
+
+// GCC 12's AVX-512 cast intrinsics (_mm512_castsi256_si512 ...) read a deliberately undefined
+// register and then warn about it when inlined; the upper halves are always overwritten.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/x86/x86_kernels.h"
+#include "quant/blocks.h"
+
+namespace ponder {
+namespace {
+
+#include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/tile_driver.h"
+
+int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
+
+float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// hsum_float_8 of the reference: upper half + lower half, then (r0 + r2) + (r1 + r3).
+float hsum8(__m256 a) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+// (a0 + a2) + (a1 + a3).
+float hsum4(__m128 r) {
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+// Lane l of the result = lane l + lane l + 8 of v (exact integers).
+__m256i fold_halves(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// The 8 six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block (blocks.h layout),
+// built in registers: storing them as bytes and reloading them as a vector would stall on store
+// forwarding.
+__m128i decode_scales_k4(const uint8_t s[kKScaleSize]) {
+  uint32_t u[3];
+  std::memcpy(u, s, sizeof(u));
+  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
+  const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
+  const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
+  const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47), static_cast<int>(s03));
+}
+
+// --- Q4_K --------------------------------------------------------------------------------------
+
+// One super-block of a packed activation row. The weights' qs bytes 64g..64g+63 (g < 2) hold the
+// chunks of 64 elements 2g and 2g+1; their low nibbles are elements 128g + [0, 32) and
+// 128g + 64 + [0, 32), their high nibbles 128g + 32 + [0, 32) and 128g + 96 + [0, 32), and that
+// is the order of qs here: lo(g) = qs[128g, +64), hi(g) = qs[128g + 64, +64).
+struct alignas(64) ActQ4K {
+  int8_t qs[kQK_K];
+  float d;
+  int16_t sums[8];  // bsums[2k] + bsums[2k + 1]: the sums of the 8 sub-blocks of 32
+};
+static_assert(sizeof(ActQ4K) == 320);
+
+// pshufb masks (per 128-bit lane, on the decode_scales_k4 vector broadcast to all four) giving
+// lo(g) / hi(g) their scales as 16-bit lanes: the lower 256 bits (chunk 2g) and the upper 256
+// bits (chunk 2g + 1) of vector v = 2g + (0 for lo, 1 for hi) use scales 4g + v % 2 and
+// 4g + 2 + v % 2.
+alignas(64) constexpr uint8_t kQ4KScaleShuffle[4][64] = {
+#define PONDER_S16X4(k) k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80
+#define PONDER_S16X16(a, b) {PONDER_S16X4(a), PONDER_S16X4(a), PONDER_S16X4(b), PONDER_S16X4(b)}
+    PONDER_S16X16(0, 2), PONDER_S16X16(1, 3), PONDER_S16X16(4, 6), PONDER_S16X16(5, 7),
+#undef PONDER_S16X16
+#undef PONDER_S16X4
+};
+
+struct Q4K {
+  static constexpr int kW = 1, kR = 6;
+  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ4K)); }
+
+  static void pack_row(const float* x, void* dst, int64_t n_in) {
+    ActQ4K* a = static_cast<ActQ4K*>(dst);
+    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+      BlockQ8_K q;
+      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
+      for (int g = 0; g < 2; ++g) {
+        std::memcpy(a[b].qs + 128 * g, q.qs + 128 * g, 32);
+        std::memcpy(a[b].qs + 128 * g + 32, q.qs + 128 * g + 64, 32);
+        std::memcpy(a[b].qs + 128 * g + 64, q.qs + 128 * g + 32, 32);
+        std::memcpy(a[b].qs + 128 * g + 96, q.qs + 128 * g + 96, 32);
+      }
+      a[b].d = q.d;
+      for (int k = 0; k < 8; ++k) a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
+    }
+  }
+
+  template <int W, int R>
+  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
+                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m256 acc[W][R];
+    __m128 accm[W][R];
+    #pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc[i][r] = _mm256_setzero_ps();
+        accm[i][r] = _mm_setzero_ps();
+      }
+    }
+    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+      const ActQ4K* xa[R];
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ4K*>(x + r * x_row_bytes) + b;
+      #pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) {
+        const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
+        const __m128i scm = decode_scales_k4(wb->scales);
+        const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const float dmin = -xa[r]->d * wmin;
+          const __m128i prod = _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
+          accm[i][r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[i][r]);
+        }
+        const __m512i scm4 = _mm512_broadcast_i32x4(scm);
+        __m512i q[4], s[4];
+        for (int g = 0; g < 2; ++g) {
+          const __m512i raw = _mm512_loadu_si512(wb->qs + 64 * g);
+          q[2 * g] = _mm512_and_si512(raw, m4);
+          q[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+        }
+        #pragma GCC unroll 8
+        for (int v = 0; v < 4; ++v) s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle[v]));
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127); dpwssd: scale * 2 of those.
+          __m512i sum = _mm512_setzero_si512();
+          #pragma GCC unroll 8
+          for (int v = 0; v < 4; ++v) {
+            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
+            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
+          }
+          const float d = xa[r]->d * wd;
+          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
+        }
+      }
+    }
+    #pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]) + hsum4(accm[i][r]);
+    }
+  }
+
+  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                   int64_t o_end, float* y, int64_t y_stride) {
+    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ4_K));
+    gemm_tiled<Q4K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
+                    o_end, y, y_stride);
+  }
+};
+
+// --- Q6_K --------------------------------------------------------------------------------------
+
+// One super-block of a packed activation row: the Q8_K quants, and for each pair of quants
+// 32 * their sum, which turns maddubs with the unsigned codes q into products with q - 32.
+struct alignas(64) ActQ6K {
+  int8_t qs[kQK_K];
+  int16_t offs[kQK_K / 2];
+  float d;
+};
+static_assert(sizeof(ActQ6K) == 576);
+
+// pshufb masks (on the 16 scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes of
+// vector v (elements 64v + [0, 64), two per lane) their sub-block's scale, 4v + lane / 8.
+alignas(32) constexpr uint8_t kQ6KScaleShuffle[4][32] = {
+#define PONDER_X8(k) k, k, k, k, k, k, k, k
+    {PONDER_X8(0), PONDER_X8(1), PONDER_X8(2), PONDER_X8(3)},
+    {PONDER_X8(4), PONDER_X8(5), PONDER_X8(6), PONDER_X8(7)},
+    {PONDER_X8(8), PONDER_X8(9), PONDER_X8(10), PONDER_X8(11)},
+    {PONDER_X8(12), PONDER_X8(13), PONDER_X8(14), PONDER_X8(15)},
+#undef PONDER_X8
+};
+
+struct Q6K {
+  static constexpr int kW = 2, kR = 4;
+  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ6K)); }
+
+  static void pack_row(const float* x, void* dst, int64_t n_in) {
+    ActQ6K* a = static_cast<ActQ6K*>(dst);
+    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+      BlockQ8_K q;
+      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
+      std::memcpy(a[b].qs, q.qs, kQK_K);
+      for (int i = 0; i < kQK_K / 2; ++i) a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
+      a[b].d = q.d;
+    }
+  }
+
+  // Vector v = 2h + k2 holds elements 64v + [0, 64): for h = v / 2 the low nibbles of ql[64h, +64)
+  // (k2 = 0, elements 128h + [0, 64)) or the high ones (k2 = 1), with top bits from qh[32h, +32):
+  // bits 0-1 | 2-3 for k2 = 0 and bits 4-5 | 6-7 for k2 = 1 (lower | upper 32 bytes).
+  template <int W, int R>
+  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
+                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    __m256 acc[W][R];
+    #pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+      const ActQ6K* xa[R];
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ6K*>(x + r * x_row_bytes) + b;
+      #pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) {
+        const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(w + i * w_row_bytes) + b;
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales)));
+        __m512i q[4], s[4];
+        #pragma GCC unroll 8
+        for (int h = 0; h < 2; ++h) {
+          const __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
+          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
+          const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+          q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+          q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
+        }
+        #pragma GCC unroll 8
+        for (int v = 0; v < 4; ++v) {
+          s[v] = _mm512_cvtepi8_epi16(
+              _mm256_shuffle_epi8(scales, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScaleShuffle[v]))));
+        }
+        const float wd = half_to_float(wb->d);
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x');
+          // dpwssd: scale * 2 of those into each 32-bit lane.
+          __m512i sum = _mm512_setzero_si512();
+          #pragma GCC unroll 8
+          for (int v = 0; v < 4; ++v) {
+            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
+            const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
+            sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off), s[v]);
+          }
+          const float d = xa[r]->d * wd;
+          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
+        }
+      }
+    }
+    #pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
+    }
+  }
+
+  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                   int64_t o_end, float* y, int64_t y_stride) {
+    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ6_K));
+    gemm_tiled<Q6K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
+                    o_end, y, y_stride);
+  }
+};
+
+// --- Q8_0 --------------------------------------------------------------------------------------
+
+// One block of a packed activation row: the quants, -128 * the sum of each group of 4 (the start
+// value of vpdpbusd on weights biased by +128) and the scale as a float.
+struct alignas(64) ActQ80 {
+  int8_t qs[kQK];
+  int32_t offs[8];
+};
+static_assert(sizeof(ActQ80) == 64);
+
+struct Q80 {
+  static constexpr int kW = 4, kR = 4;
+  // nb blocks, then nb float scales.
+  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (sizeof(ActQ80) + 4)); }
+
+  static void pack_row(const float* x, void* dst, int64_t n_in) {
+    const int64_t nb = n_in / kQK;
+    ActQ80* a = static_cast<ActQ80*>(dst);
+    float* d = reinterpret_cast<float*>(a + nb);
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8_0 q;
+      quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
+      std::memcpy(a[b].qs, q.qs, kQK);
+      for (int g = 0; g < 8; ++g) {
+        a[b].offs[g] = -128 * (q.qs[4 * g] + q.qs[4 * g + 1] + q.qs[4 * g + 2] + q.qs[4 * g + 3]);
+      }
+      d[b] = half_to_float(q.d);
+    }
+  }
+
+  // Reference (dot_q8_0): lane l = the 4 products at 4l..4l+3; acc[l] += (dw * dx) * lane.
+  // Weight rows 2p and 2p + 1 of the tile share a 512-bit register, one per half.
+  template <int W, int R>
+  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
+                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+    constexpr int P = (W + 1) / 2;  // row pairs; for odd W the last pair repeats its row
+    const int64_t nb = n_in / kQK;
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512 acc[P][R];
+    #pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[p][r] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i wq[P];
+      __m512 wd[P];
+      #pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
+        const BlockQ8_0* w0 = reinterpret_cast<const BlockQ8_0*>(w + 2 * p * w_row_bytes) + b;
+        const BlockQ8_0* w1 = reinterpret_cast<const BlockQ8_0*>(w + i1 * w_row_bytes) + b;
+        const __m512i both = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0->qs))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1->qs)), 1);
+        wq[p] = _mm512_xor_si512(both, bias);
+        wd[p] = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(w0->d)), _mm256_set1_ps(half_to_float(w1->d)), 1);
+      }
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const ActQ80* xa = reinterpret_cast<const ActQ80*>(x + r * x_row_bytes);
+        const float xd = reinterpret_cast<const float*>(xa + nb)[b];
+        const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].qs)));
+        const __m512i off = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].offs)));
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) {
+          const __m512i lanes = _mm512_dpbusd_epi32(off, wq[p], xq);
+          const __m512 d = _mm512_mul_ps(wd[p], _mm512_set1_ps(xd));
+          acc[p][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[p][r]);
+        }
+      }
+    }
+    #pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        y[r * y_stride + 2 * p] = hsum8(_mm512_castps512_ps256(acc[p][r]));
+        if (2 * p + 1 < W) y[r * y_stride + 2 * p + 1] = hsum8(_mm512_extractf32x8_ps(acc[p][r], 1));
+      }
+    }
+  }
+
+  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                   int64_t o_end, float* y, int64_t y_stride) {
+    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(BlockQ8_0));
+    gemm_tiled<Q80>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
+                    o_end, y, y_stride);
+  }
+};
+
+// --- F16 --------------------------------------------------------------------------------------
+
+// _mm512_reduce_add_ps's order (reduce16 of the reference): upper + lower 8, then 4, then pairs.
+float reduce16(__m512 a) {
+  const __m256 t8 = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+  return hsum4(_mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8)));
+}
+
+__m512 load_f16x16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// A packed activation row: the values rounded to F16 (as quantize_activation_row does), held as
+// floats so the inner loops do not convert them again.
+int64_t f16_packed_row_bytes(int64_t n_in) { return round_up_64(n_in * 4); }
+
+void f16_pack_row(const float* x, void* dst, int64_t n_in) {
+  float* out = static_cast<float*>(dst);
+  int64_t i = 0;
+  for (; i + 16 <= n_in; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
+  }
+  for (; i < n_in; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
+// A single activation row (and rows whose length is not a multiple of 16): ggml_vec_dot_f16's
+// order (dot_f16_ggml): 4 accumulators of 16 lanes over runs of 64, (acc0 + acc2) + (acc1 + acc3),
+// reduce16, then the leftover products added in double.
+struct F16Single {
+  static constexpr int kW = 4, kR = 1;
+  static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
+
+  template <int W, int R>
+  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
+                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+    static_assert(R == 1);
+    const float* xf = reinterpret_cast<const float*>(x);
+    const int64_t np = n_in & ~int64_t{63};
+    __m512 acc[W][4];
+#pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
+    for (int64_t e = 0; e < np; e += 64) {
+      __m512 xv[4];
+#pragma GCC unroll 8
+      for (int j = 0; j < 4; ++j) xv[j] = _mm512_loadu_ps(xf + e + 16 * j);
+#pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) {
+        const uint16_t* wr = reinterpret_cast<const uint16_t*>(w + i * w_row_bytes) + e;
+#pragma GCC unroll 8
+        for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(load_f16x16(wr + 16 * j), xv[j], acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      const uint16_t* wr = reinterpret_cast<const uint16_t*>(w + i * w_row_bytes);
+      const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][2]), _mm512_add_ps(acc[i][1], acc[i][3]));
+      double sum = reduce16(a);
+      for (int64_t e = np; e < n_in; ++e) sum += static_cast<double>(_cvtsh_ss(wr[e]) * xf[e]);
+      y[i] = static_cast<float>(sum);
+    }
+  }
+};
+
+// Two or more activation rows of a length that is a multiple of 16: llamafile tinyBLAS's order
+// (dot_f16_batched): one accumulator of 16 lanes, reduce16.
+struct F16Batched {
+  static constexpr int kW = 4, kR = 4;
+  static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
+
+  template <int W, int R>
+  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
+                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+    __m512 acc[W][R];
+#pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
+    }
+    for (int64_t e = 0; e < n_in; e += 16) {
+      __m512 xv[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(reinterpret_cast<const float*>(x + r * x_row_bytes) + e);
+#pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) {
+        const __m512 wv = load_f16x16(reinterpret_cast<const uint16_t*>(w + i * w_row_bytes) + e);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(wv, xv[r], acc[i][r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) {
+      for (int r = 0; r < R; ++r) y[r * y_stride + i] = reduce16(acc[i][r]);
+    }
+  }
+};
+
+struct F16 {
+  static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
+  static void pack_row(const float* x, void* dst, int64_t n_in) { f16_pack_row(x, dst, n_in); }
+
+  // As matmul.cc chooses the reference dot: tinyBLAS's order from 2 rows on (n_in % 16 == 0).
+  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                   int64_t o_end, float* y, int64_t y_stride) {
+    const int64_t row_bytes = w.n_in * 2;
+    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
+    if (n_rows >= 2 && w.n_in % 16 == 0) {
+      gemm_tiled<F16Batched>(wd, row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
+    } else {
+      gemm_tiled<F16Single>(wd, row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
+    }
+  }
+};
+
+template <class K>
+constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
+  return {type, Isa::kAvx512, name, K::packed_row_bytes, K::pack_row, K::gemm};
+}
+
+constexpr MatmulKernel kKernels[] = {
+    make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx512"),
+    make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx512"),
+    make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx512"),
+    make_kernel<F16>(GgmlType::F16, "f16_avx512"),
+};
+
+}  // namespace
+
+const MatmulKernel* avx512_matmul_kernel(GgmlType type) {
+  for (const MatmulKernel& k : kKernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace ponder

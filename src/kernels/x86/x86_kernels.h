@@ -1,0 +1,16 @@
+// Entry points of the x86 SIMD matmul kernels, one translation unit per ISA, each compiled with its
+// own target flags (src/kernels/CMakeLists.txt) so the library runs on any x86-64: nothing here may
+// be called unless cpu_features() says the ISA is there (kernel_table.cc checks).
+// Depends on kernels/kernel_table.h only.
+#pragma once
+
+#include "kernels/kernel_table.h"
+
+namespace ponder {
+
+// AVX2 + FMA + F16C kernels for `type`, or nullptr.
+const MatmulKernel* avx2_matmul_kernel(GgmlType type);
+// AVX-512 F/BW/VL/DQ + VNNI kernels for `type`, or nullptr.
+const MatmulKernel* avx512_matmul_kernel(GgmlType type);
+
+}  // namespace ponder
