@@ -244,6 +244,26 @@ float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
   return vec_dot_4x16<uint16_t, load_f16, true>(x, y, n);
 }
 
+void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                            int64_t dim, float* out, float* scratch) {
+  // acc[lane][i] with lane = p % 64 = 16 j + l: vec_dot_4x16's accumulator acc[j][l] of column i.
+  float* acc = scratch;
+  std::fill(acc, acc + 64 * dim, 0.0f);
+  for (int64_t p = 0; p < n; ++p) {
+    const float w = load_f16(probs, p);
+    float* a = acc + (p % 64) * dim;
+    const uint16_t* v = rows[p];
+    for (int64_t i = 0; i < dim; ++i) a[i] = std::fma(load_f16(v, i), w, a[i]);
+  }
+  for (int64_t i = 0; i < dim; ++i) {
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) {
+      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) + (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
+    }
+    out[i] = static_cast<float>(static_cast<double>(reduce16(lanes)));
+  }
+}
+
 float dot_f32(const void* w_row, const void* x_row, int64_t n) {
   return vec_dot_4x16<float, load_f32, false>(static_cast<const float*>(w_row), static_cast<const float*>(x_row), n);
 }

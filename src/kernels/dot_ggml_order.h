@@ -42,6 +42,14 @@ RowDotFn row_dot_function(GgmlType w, int64_t n_rows = 1);
 // non-flash attention: K.q and V.softmax with the cache and the operand rounded to F16).
 float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n);
 
+// out[i] = dot_f16_ggml(column i of the rows, probs, n_pad) for i < dim, bit for bit, where
+// row p is rows[p][0..dim) for p < n and zero beyond (n_pad: n rounded up to 64). Walks the rows
+// in order with one accumulator per (lane, column), so the inner loop runs along contiguous rows:
+// attention's probability-weighted sum of V without gathering V's columns.
+// scratch: [64 * dim] floats.
+void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                            int64_t dim, float* out, float* scratch);
+
 float dot_f32(const void* w_row, const void* x_row, int64_t n);          // ggml_vec_dot_f32
 float dot_f32_batched(const void* w_row, const void* x_row, int64_t n);  // tinyBLAS, n % 16 == 0
 float dot_f16_batched(const void* w_row, const void* x_row, int64_t n);  // tinyBLAS, n % 16 == 0

@@ -181,5 +181,31 @@ TEST(ActivationQuant, Q8_KUsesSignedMaxAndBsums) {
   EXPECT_EQ(q.bsums[1], 16 * 32);
 }
 
+// Attention's weighted sum of V rows equals a column-by-column dot_f16_ggml over the padded length.
+TEST(FloatDots, WeightedRowsEqualColumnDotsBitwise) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int64_t dim = 64;
+  for (int64_t n : {1, 7, 63, 64, 65, 200}) {
+    const int64_t n_pad = (n + 63) / 64 * 64;
+    std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
+    std::vector<const uint16_t*> rows;
+    for (auto& row : v) {
+      for (auto& x : row) x = fp32_to_fp16(g(rng));
+      rows.push_back(row.data());
+    }
+    std::vector<uint16_t> probs(n_pad, 0);
+    for (int64_t p = 0; p < n; ++p) probs[p] = fp32_to_fp16(std::fabs(g(rng)) / n);
+    std::vector<float> out(dim), scratch(64 * dim);
+    weighted_rows_f16_ggml(rows.data(), probs.data(), n, dim, out.data(), scratch.data());
+    for (int64_t i = 0; i < dim; ++i) {
+      std::vector<uint16_t> col(n_pad, 0);
+      for (int64_t p = 0; p < n; ++p) col[p] = v[p][i];
+      const float want = dot_f16_ggml(col.data(), probs.data(), n_pad);
+      ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ponder

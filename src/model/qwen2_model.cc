@@ -10,7 +10,9 @@
 
 namespace ponder {
 namespace {
-constexpr int64_t kAttnPad = 256;  // llama.cpp pads the KV length it attends over to 256
+// llama.cpp pads the KV length it attends over to 256 (masked with -inf); zeros past the f16 dot's
+// 64-element step change no sum, so padding to 64 gives the same bits with less work.
+constexpr int64_t kAttnPad = 64;
 }  // namespace
 
 Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file) {
@@ -60,6 +62,8 @@ void Qwen2Model::reserve(int64_t n) {
   proj_.resize(sz(c.n_embd));
   gate_.resize(sz(c.n_ff));
   up_.resize(sz(c.n_ff));
+  rope_cos_.resize(sz(c.head_dim / 2));
+  rope_sin_.resize(sz(c.head_dim / 2));
   capacity_ = n;
 }
 
@@ -79,17 +83,20 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
   int32_t max_pos = 0;
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
   const int64_t max_pad = (max_pos + 1 + kAttnPad - 1) / kAttnPad * kAttnPad;
-  // Per thread: scores and exps [max_pad] f32, probabilities and one V column [max_pad] f16, q [hd].
-  const size_t per_thread = static_cast<size_t>(2 * max_pad + (2 * max_pad + hd + 1) / 2 + 1);
+  // Per thread: scores and exps [max_pad] f32, probabilities [max_pad] f16, q [hd] f16, the
+  // weighted-sum accumulators [64 * hd] f32; and V row pointers [max_pad].
+  const size_t per_thread = static_cast<size_t>(2 * max_pad + (max_pad + hd + 1) / 2 + 64 * hd);
   if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
+  if (vrows_.size() < static_cast<size_t>(max_pad) * pool.size()) vrows_.resize(static_cast<size_t>(max_pad) * pool.size());
 
   const int64_t n_tasks = n_rows * c.n_head;
   pool.run([&](int ti, int nt) {
-    float* sc = scores_.data() + per_thread * ti;  // [max_pad]
-    float* ex = sc + max_pad;                      // [max_pad]
-    uint16_t* probs = reinterpret_cast<uint16_t*>(ex + max_pad);  // [max_pad] f16
-    uint16_t* vcol = probs + max_pad;                             // [max_pad] f16
-    uint16_t* qh = vcol + max_pad;                                // [hd] f16
+    float* sc = scores_.data() + per_thread * ti;                  // [max_pad]
+    float* ex = sc + max_pad;                                      // [max_pad]
+    uint16_t* probs = reinterpret_cast<uint16_t*>(ex + max_pad);   // [max_pad] f16
+    uint16_t* qh = probs + max_pad;                                // [hd] f16
+    float* acc = ex + max_pad + (max_pad + hd + 1) / 2;           // [64 * hd]
+    const uint16_t** vrows = vrows_.data() + static_cast<size_t>(max_pad) * ti;  // [max_pad]
     for (int64_t task = n_tasks * ti / nt; task < n_tasks * (ti + 1) / nt; ++task) {
       const int64_t row = task / c.n_head;
       const int64_t h = task % c.n_head;
@@ -107,12 +114,9 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
       const float mx = *std::max_element(sc, sc + n_kv);
       const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(sc, mx, n_pad, ex));
       for (int64_t p = 0; p < n_pad; ++p) probs[p] = fp32_to_fp16(ex[p] * inv);
-      std::fill(vcol + n_kv, vcol + n_pad, uint16_t{0});
       float* out = &attn_[row * c.n_head * hd + h * hd];
-      for (int64_t i = 0; i < hd; ++i) {
-        for (int64_t p = 0; p < n_kv; ++p) vcol[p] = cache.v(layer, table[p / bs], p % bs)[kvh * hd + i];
-        out[i] = dot_f16_ggml(vcol, probs, n_pad);
-      }
+      for (int64_t p = 0; p < n_kv; ++p) vrows[p] = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
+      weighted_rows_f16_ggml(vrows, probs, n_kv, hd, out, acc);
     }
   });
 }
@@ -126,6 +130,10 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
   const int64_t q_dim = c.n_head * c.head_dim;
   const int64_t kv_dim = c.n_head_kv * c.head_dim;
   const int64_t bs = cache.block_size();
+
+  // rotary angles of each row's position, shared by all heads and layers
+  const int64_t half = c.head_dim / 2;
+  for (int64_t r = 0; r < n; ++r) rope_table(batch.rows[r].pos, c.head_dim, c.rope_theta, &rope_cos_[r * half], &rope_sin_[r * half]);
 
   // token embeddings
   for (int64_t r = 0; r < n; ++r) weight_row(weights_.token_embd, batch.rows[r].token, &x_[r * c.n_embd]);
@@ -149,8 +157,10 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
     // RoPE, then K and V into the cache at each row's (sequence, position)
     for (int64_t r = 0; r < n; ++r) {
       const BatchRow& row = batch.rows[r];
-      for (int64_t h = 0; h < c.n_head; ++h) rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, row.pos, c.rope_theta);
-      for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, row.pos, c.rope_theta);
+      const float* rc = &rope_cos_[r * half];
+      const float* rs = &rope_sin_[r * half];
+      for (int64_t h = 0; h < c.n_head; ++h) rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, rc, rs);
+      for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, rc, rs);
       const int32_t block = batch.block_tables[row.seq][row.pos / bs];
       uint16_t* kc = cache.k(il, block, row.pos % bs);
       uint16_t* vc = cache.v(il, block, row.pos % bs);

@@ -55,7 +55,10 @@ class Qwen2Model {
   std::vector<float> proj_;    // [n_rows, n_embd]
   std::vector<float> gate_;    // [n_rows, n_ff]
   std::vector<float> up_;      // [n_rows, n_ff]
-  std::vector<float> scores_;  // per thread: scores, exps, f16 probabilities, a V column, q
+  std::vector<float> rope_cos_;  // [n_rows, head_dim / 2]
+  std::vector<float> rope_sin_;  // [n_rows, head_dim / 2]
+  std::vector<float> scores_;  // per thread: scores, exps, f16 probabilities, q, V accumulators
+  std::vector<const uint16_t*> vrows_;  // per thread: the V row of each attended position
 };
 
 }  // namespace ponder
