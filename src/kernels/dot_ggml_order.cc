@@ -226,9 +226,9 @@ float vec_dot_4x16(const T* x, const T* y, int64_t n) {
   }
 }
 
-// llamafile's tinyBLAS (ggml-cpu/llamafile/sgemm.cpp) on AVX-512, which llama.cpp uses for F32 and
-// F16 weights when at least 2 activation rows are multiplied at once: one 16-lane accumulator per
-// output, acc[l] = fma(w, x, acc[l]) for element 16 i + l, then reduce16. (n is a multiple of 16.)
+// llamafile's tinyBLAS order (what llama.cpp uses for F32 / F16 products of 2+ rows): one 16-lane
+// accumulator per output, acc[l] = fma(w, x, acc[l]) for element 16 i + l, then reduce16.
+// Not chosen by row_dot_function (batch invariance); kept while SIMD kernels are compared with it.
 template <typename T, float (*kLoad)(const T*, int64_t)>
 float tinyblas_dot_16(const T* w, const T* x, int64_t n) {
   float acc[16] = {};
@@ -239,6 +239,14 @@ float tinyblas_dot_16(const T* w, const T* x, int64_t n) {
 }
 
 }  // namespace
+
+float dot_f32_batched(const void* w_row, const void* x_row, int64_t n) {
+  return tinyblas_dot_16<float, load_f32>(static_cast<const float*>(w_row), static_cast<const float*>(x_row), n);
+}
+
+float dot_f16_batched(const void* w_row, const void* x_row, int64_t n) {
+  return tinyblas_dot_16<uint16_t, load_f16>(static_cast<const uint16_t*>(w_row), static_cast<const uint16_t*>(x_row), n);
+}
 
 float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
   return vec_dot_4x16<uint16_t, load_f16, true>(x, y, n);
@@ -270,14 +278,6 @@ float dot_f32(const void* w_row, const void* x_row, int64_t n) {
 
 float dot_f16(const void* w_row, const void* x_row, int64_t n) {
   return dot_f16_ggml(static_cast<const uint16_t*>(w_row), static_cast<const uint16_t*>(x_row), n);
-}
-
-float dot_f32_batched(const void* w_row, const void* x_row, int64_t n) {
-  return tinyblas_dot_16<float, load_f32>(static_cast<const float*>(w_row), static_cast<const float*>(x_row), n);
-}
-
-float dot_f16_batched(const void* w_row, const void* x_row, int64_t n) {
-  return tinyblas_dot_16<uint16_t, load_f16>(static_cast<const uint16_t*>(w_row), static_cast<const uint16_t*>(x_row), n);
 }
 
 // BF16 weights: llama.cpp uses AVX512-BF16 dot instructions here (vdpbf16ps), not reproduced; a
@@ -500,8 +500,8 @@ float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
 
 RowDotFn row_dot_function(GgmlType w, int64_t n_rows) {
   switch (w) {
-    case GgmlType::F32: return n_rows >= 2 ? dot_f32_batched : dot_f32;
-    case GgmlType::F16: return n_rows >= 2 ? dot_f16_batched : dot_f16;
+    case GgmlType::F32: return dot_f32;
+    case GgmlType::F16: return dot_f16;
     case GgmlType::BF16: return dot_bf16;
     case GgmlType::Q4_0: return dot_q4_0;
     case GgmlType::Q4_1: return dot_q4_1;

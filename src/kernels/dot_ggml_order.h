@@ -9,8 +9,10 @@
 // llama.cpp kernel that produced the goldens in the same order (8 float accumulator lanes, fused
 // multiply-adds, the same horizontal sum), while the integer parts are exact and computed plainly.
 // Some deviate from current llama.cpp's vec_dot, as measured on the goldens: Q4_0 follows the
-// repacked (CPU_REPACK q4_0_8x8) gemm/gemv, Q6_K the older per-element offset of its AVX2 kernel,
-// and batched F32 / F16 products llamafile's tinyBLAS (see row_dot_function).
+// repacked (CPU_REPACK q4_0_8x8) gemm/gemv, Q6_K the older per-element offset of its AVX2 kernel.
+// One order per type whatever the batch size (batch invariance, DESIGN.md): llama.cpp switches
+// F32 / F16 products of 2+ rows to llamafile's tinyBLAS order; we do not, at a cost of <= 0.0007
+// mean dlogp on the F32 / F16 goldens (threshold 0.003).
 // Depends on gguf/ggml_type.h and quant/blocks.h.
 #pragma once
 
@@ -32,11 +34,13 @@ void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n);
 // A row dot: w_row holds n elements of the weight type, x_row n elements of its activation type.
 using RowDotFn = float (*)(const void* w_row, const void* x_row, int64_t n);
 
-// The dot llama.cpp uses for weights of type w in a product with n_rows activation rows, or
-// nullptr if there is none. Only F32 and F16 depend on n_rows: from 2 rows on llama.cpp hands them
-// to llamafile's tinyBLAS (the *_batched order), a single row goes to ggml_vec_dot_f32 / _f16.
-// (Q8_0 / Q5_0 go to tinyBLAS too, whose order for them equals vec_dot's.)
+// The dot for weights of type w, or nullptr if there is none. n_rows is unused: every batch size
+// gets the same order, so a row's result never depends on what it is batched with.
 RowDotFn row_dot_function(GgmlType w, int64_t n_rows = 1);
+
+// llamafile's tinyBLAS order for F32 / F16 (n % 16 == 0); not used by row_dot_function.
+float dot_f32_batched(const void* w_row, const void* x_row, int64_t n);
+float dot_f16_batched(const void* w_row, const void* x_row, int64_t n);
 
 // ggml_vec_dot_f16's float order on AVX-512 (llama.cpp's F16 x F16 dot, also the one of its
 // non-flash attention: K.q and V.softmax with the cache and the operand rounded to F16).
@@ -51,8 +55,6 @@ void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, 
                             int64_t dim, float* out, float* scratch);
 
 float dot_f32(const void* w_row, const void* x_row, int64_t n);          // ggml_vec_dot_f32
-float dot_f32_batched(const void* w_row, const void* x_row, int64_t n);  // tinyBLAS, n % 16 == 0
-float dot_f16_batched(const void* w_row, const void* x_row, int64_t n);  // tinyBLAS, n % 16 == 0
 float dot_f16(const void* w_row, const void* x_row, int64_t n);
 float dot_bf16(const void* w_row, const void* x_row, int64_t n);
 float dot_q4_0(const void* w_row, const void* x_row, int64_t n);

@@ -21,8 +21,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_rows, float* y, Threa
     return;
   }
   const GgmlType at = dot_activation_type(w.type);
-  // llamafile (used by llama.cpp for batched F32 / F16 products) needs rows that are a multiple of 16.
-  const RowDotFn dot = row_dot_function(w.type, w.n_in % 16 == 0 ? n_rows : 1);
+  const RowDotFn dot = row_dot_function(w.type);
   const int64_t xq_row_bytes = ggml_row_bytes(at, w.n_in);
   std::vector<uint8_t> xq(static_cast<size_t>(n_rows * xq_row_bytes));
   for (int64_t r = 0; r < n_rows; ++r) {
