@@ -41,7 +41,9 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
 // Several sequences in one batch give the same logits as each alone, and a prompt fed in chunks
 // (the KV cache carrying the prefix) gives the same logits as fed whole.
 TEST(Qwen2ModelTest, BatchedSequencesMatchEachAlone) {
-  Loaded l = load("Q4_K_M");
+  for (const char* type : {"Q4_K_M", "F16", "Q4_0", "BF16"}) {
+  SCOPED_TRACE(type);
+  Loaded l = load(type);
   Qwen2Model& m = *l.model;
   ThreadPool pool(2);
   const int64_t V = m.config().n_vocab;
@@ -80,7 +82,8 @@ TEST(Qwen2ModelTest, BatchedSequencesMatchEachAlone) {
   for (size_t s = 0; s < prompts.size(); ++s) {
     double max_diff = 0;
     for (int64_t i = 0; i < V; ++i) max_diff = std::max(max_diff, double(std::fabs(logits[s * V + i] - alone[s][i])));
-    EXPECT_LT(max_diff, 1e-3) << "sequence " << s;
+    EXPECT_EQ(max_diff, 0.0) << "sequence " << s;  // batch invariance: bit for bit
+  }
   }
 }
 
