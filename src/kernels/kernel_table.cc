@@ -22,18 +22,22 @@ void scalar_pack_row(const float* x, void* dst, int64_t n_in) {
 template <GgmlType kType>
 void scalar_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                  int64_t o_end, float* y, int64_t y_stride) {
-  // As matmul.cc: F32 / F16 take llamafile's order from 2 rows on (row_dot_function explains).
-  const RowDotFn dot = row_dot_function(kType, w.n_in % 16 == 0 ? n_rows : 1);
+  const RowDotFn dot = row_dot_function(kType);
   const int64_t x_bytes = scalar_packed_row_bytes<kType>(w.n_in);
   const uint8_t* x = static_cast<const uint8_t*>(xp);
   for (int64_t o = o_begin; o < o_end; ++o) {
-    for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] = dot(w.row(o), x + r * x_bytes, w.n_in);
+    for (int64_t r = 0; r < n_rows; ++r)
+      y[r * y_stride + o] = dot(w.row(o), x + r * x_bytes, w.n_in);
   }
 }
 
 template <GgmlType kType>
 constexpr MatmulKernel scalar_kernel(const char* name) {
-  return {kType, Isa::kScalar, name, scalar_packed_row_bytes<kType>, scalar_pack_row<kType>,
+  return {kType,
+          Isa::kScalar,
+          name,
+          scalar_packed_row_bytes<kType>,
+          scalar_pack_row<kType>,
           scalar_gemm<kType>};
 }
 
@@ -69,6 +73,8 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
   return scalar_matmul_kernel(type);
 }
 
-const MatmulKernel* active_matmul_kernel(GgmlType type) { return find_matmul_kernel(type, active_isa()); }
+const MatmulKernel* active_matmul_kernel(GgmlType type) {
+  return find_matmul_kernel(type, active_isa());
+}
 
 }  // namespace ponder

@@ -1,12 +1,12 @@
 // The matrix-product kernels chosen at run time per (weight type, ISA). Each kernel owns the
 // layout of its activations: pack_row rounds one f32 row with exactly the reference quantizer
-// (quantize_activation_row of dot_ggml_order.h) and lays the int8 values out as its inner loop wants
-// them (plus per-block sums it can precompute once per row); gemm then computes outputs whose float
-// operations are, output by output, the reference row dot's (dot_ggml_order.cc) in the same order,
-// so every variant is bitwise equal to the scalar reference and a row's result does not depend on
-// how many other rows share the call (batch invariance).
-// The scalar entry is the reference itself and the fallback for every type without a SIMD kernel.
-// Depends on base, cpu, gguf and quant (via kernels/matmul.h and kernels/dot_ggml_order.h).
+// (quantize_activation_row of dot_ggml_order.h) and lays the int8 values out as its inner loop
+// wants them (plus per-block sums it can precompute once per row); gemm then computes outputs whose
+// float operations are, output by output, the reference row dot's (dot_ggml_order.cc) in the same
+// order, so every variant is bitwise equal to the scalar reference and a row's result does not
+// depend on how many other rows share the call (batch invariance). The scalar entry is the
+// reference itself and the fallback for every type without a SIMD kernel. Depends on base, cpu,
+// gguf and quant (via kernels/matmul.h and kernels/dot_ggml_order.h).
 #pragma once
 
 #include <cstdint>

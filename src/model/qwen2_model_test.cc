@@ -42,48 +42,51 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
 // (the KV cache carrying the prefix) gives the same logits as fed whole.
 TEST(Qwen2ModelTest, BatchedSequencesMatchEachAlone) {
   for (const char* type : {"Q4_K_M", "F16", "Q4_0", "BF16"}) {
-  SCOPED_TRACE(type);
-  Loaded l = load(type);
-  Qwen2Model& m = *l.model;
-  ThreadPool pool(2);
-  const int64_t V = m.config().n_vocab;
-  const std::vector<std::vector<int32_t>> prompts = {
-      {151646 % 8224, 100, 200, 300, 400, 500, 600}, {7, 8, 9}, {42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}};
-  const int64_t bs = 4;
+    SCOPED_TRACE(type);
+    Loaded l = load(type);
+    Qwen2Model& m = *l.model;
+    ThreadPool pool(2);
+    const int64_t V = m.config().n_vocab;
+    const std::vector<std::vector<int32_t>> prompts = {
+        {151646 % 8224, 100, 200, 300, 400, 500, 600},
+        {7, 8, 9},
+        {42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}};
+    const int64_t bs = 4;
 
-  // Alone: each sequence in its own cache, fed token by token (decode style).
-  std::vector<std::vector<float>> alone;
-  for (const auto& p : prompts) {
-    KvCache cache = m.make_cache(8, bs);
-    std::vector<int32_t> blocks = {5, 2, 7, 0, 1};  // any order of blocks works
-    std::vector<float> last(V);
-    for (size_t i = 0; i < p.size(); ++i) {
-      Batch b;
-      b.block_tables.push_back(blocks);
-      b.rows.push_back({p[i], static_cast<int32_t>(i), 0, true});
-      ASSERT_TRUE(m.forward(b, cache, last.data(), pool).is_ok());
+    // Alone: each sequence in its own cache, fed token by token (decode style).
+    std::vector<std::vector<float>> alone;
+    for (const auto& p : prompts) {
+      KvCache cache = m.make_cache(8, bs);
+      std::vector<int32_t> blocks = {5, 2, 7, 0, 1};  // any order of blocks works
+      std::vector<float> last(V);
+      for (size_t i = 0; i < p.size(); ++i) {
+        Batch b;
+        b.block_tables.push_back(blocks);
+        b.rows.push_back({p[i], static_cast<int32_t>(i), 0, true});
+        ASSERT_TRUE(m.forward(b, cache, last.data(), pool).is_ok());
+      }
+      alone.push_back(last);
     }
-    alone.push_back(last);
-  }
 
-  // Together: all three sequences, whole prompts, one batch, one shared cache.
-  KvCache cache = m.make_cache(16, bs);
-  std::vector<std::vector<int32_t>> tables = {{0, 1}, {2}, {3, 4, 5, 6, 7}};
-  Batch b;
-  for (const auto& t : tables) b.block_tables.push_back(t);
-  for (size_t s = 0; s < prompts.size(); ++s) {
-    for (size_t i = 0; i < prompts[s].size(); ++i) {
-      b.rows.push_back({prompts[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s),
-                        i + 1 == prompts[s].size()});
+    // Together: all three sequences, whole prompts, one batch, one shared cache.
+    KvCache cache = m.make_cache(16, bs);
+    std::vector<std::vector<int32_t>> tables = {{0, 1}, {2}, {3, 4, 5, 6, 7}};
+    Batch b;
+    for (const auto& t : tables) b.block_tables.push_back(t);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      for (size_t i = 0; i < prompts[s].size(); ++i) {
+        b.rows.push_back({prompts[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s),
+                          i + 1 == prompts[s].size()});
+      }
     }
-  }
-  std::vector<float> logits(3 * V);
-  ASSERT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
-  for (size_t s = 0; s < prompts.size(); ++s) {
-    double max_diff = 0;
-    for (int64_t i = 0; i < V; ++i) max_diff = std::max(max_diff, double(std::fabs(logits[s * V + i] - alone[s][i])));
-    EXPECT_EQ(max_diff, 0.0) << "sequence " << s;  // batch invariance: bit for bit
-  }
+    std::vector<float> logits(3 * V);
+    ASSERT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      double max_diff = 0;
+      for (int64_t i = 0; i < V; ++i)
+        max_diff = std::max(max_diff, double(std::fabs(logits[s * V + i] - alone[s][i])));
+      EXPECT_EQ(max_diff, 0.0) << "sequence " << s;  // batch invariance: bit for bit
+    }
   }
 }
 
@@ -96,11 +99,15 @@ TEST(Qwen2ModelTest, BadRowsAreErrors) {
   Batch b;
   b.block_tables.push_back(blocks);
   b.rows.push_back({9000, 0, 0, true});
-  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("outside the vocabulary"), std::string::npos);
+  EXPECT_NE(
+      l.model->forward(b, cache, logits.data(), pool).message().find("outside the vocabulary"),
+      std::string::npos);
   b.rows[0] = {1, 4, 0, true};
-  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("has no KV block"), std::string::npos);
+  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("has no KV block"),
+            std::string::npos);
   b.rows[0] = {1, 0, 3, true};
-  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("no block table"), std::string::npos);
+  EXPECT_NE(l.model->forward(b, cache, logits.data(), pool).message().find("no block table"),
+            std::string::npos);
 }
 
 TEST(Qwen2ModelTest, WrongShapeNamesTheTensor) {
@@ -109,7 +116,8 @@ TEST(Qwen2ModelTest, WrongShapeNamesTheTensor) {
   ASSERT_TRUE(file.has_value());
   auto model = Qwen2Model::load(*file);
   ASSERT_FALSE(model.has_value());
-  EXPECT_NE(model.status().message().find("token_embd.weight"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("token_embd.weight"), std::string::npos)
+      << model.status().message();
 }
 
 }  // namespace

@@ -46,17 +46,25 @@ __m128i decode_scales_k4(const uint8_t s[kKScaleSize]) {
   const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
   const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
   const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
-  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47), static_cast<int>(s03));
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47),
+                       static_cast<int>(s03));
 }
 
 // pshufb masks making 16-bit lanes of scale byte k (k < 8) of a decode_scales_k4 vector.
-alignas(32) constexpr uint8_t kScale16Shuffle[8][32] = {
-#define PONDER_S16(k) {k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, \
-                       k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80}
-    PONDER_S16(0), PONDER_S16(1), PONDER_S16(2), PONDER_S16(3),
-    PONDER_S16(4), PONDER_S16(5), PONDER_S16(6), PONDER_S16(7),
-#undef PONDER_S16
+struct Scale16Shuffle {
+  alignas(32) uint8_t m[8][32];
 };
+constexpr Scale16Shuffle make_scale16_shuffle() {
+  Scale16Shuffle t{};
+  for (int k = 0; k < 8; ++k) {
+    for (int i = 0; i < 16; ++i) {
+      t.m[k][2 * i] = static_cast<uint8_t>(k);
+      t.m[k][2 * i + 1] = 0x80;
+    }
+  }
+  return t;
+}
+constexpr Scale16Shuffle kScale16Shuffle = make_scale16_shuffle();
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
@@ -71,7 +79,9 @@ static_assert(sizeof(ActQ4K) == 288);
 
 struct Q4K {
   static constexpr int kW = 2, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ4K)); }
+  static int64_t packed_row_bytes(int64_t n_in) {
+    return round_up_64(n_in / kQK_K * sizeof(ActQ4K));
+  }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     ActQ4K* a = static_cast<ActQ4K*>(dst);
@@ -80,7 +90,8 @@ struct Q4K {
       quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
       std::memcpy(a[b].qs, q.qs, kQK_K);
       a[b].d = q.d;
-      for (int k = 0; k < 8; ++k) a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
+      for (int k = 0; k < 8; ++k)
+        a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
     }
   }
 
@@ -92,9 +103,9 @@ struct Q4K {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[W][R];
     __m128 accm[W][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         acc[i][r] = _mm256_setzero_ps();
         accm[i][r] = _mm_setzero_ps();
@@ -102,50 +113,56 @@ struct Q4K {
     }
     for (int64_t b = 0; b < n_in / kQK_K; ++b) {
       const ActQ4K* xa[R];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ4K*>(x + r * x_row_bytes) + b;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
         const __m128i scm = decode_scales_k4(wb->scales);
         const __m256i scm2 = _mm256_broadcastsi128_si256(scm);
         const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
         const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const float dmin = -xa[r]->d * wmin;
-          const __m128i prod = _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
+          const __m128i prod =
+              _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
           accm[i][r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[i][r]);
         }
         __m256i sumi[R];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int j = 0; j < 4; ++j) {
           const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs + 32 * j));
           const __m256i lo = _mm256_and_si256(q, m4);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-          const __m256i sl = _mm256_shuffle_epi8(scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle[2 * j])));
-          const __m256i sh = _mm256_shuffle_epi8(scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle[2 * j + 1])));
-          #pragma GCC unroll 8
+          const __m256i sl = _mm256_shuffle_epi8(
+              scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j])));
+          const __m256i sh = _mm256_shuffle_epi8(
+              scm2,
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j + 1])));
+#pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
-            const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j));
-            const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j + 32));
+            const __m256i xl =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j));
+            const __m256i xh =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j + 32));
             const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), sl);
             const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), sh);
             sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
           }
         }
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const float d = xa[r]->d * wd;
           acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[i][r]);
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]) + hsum4(accm[i][r]);
     }
   }
@@ -183,7 +200,9 @@ alignas(16) constexpr uint8_t kScalePairShuffle[8][16] = {
 
 struct Q6K {
   static constexpr int kW = 2, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ6K)); }
+  static int64_t packed_row_bytes(int64_t n_in) {
+    return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
+  }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     ActQ6K* a = static_cast<ActQ6K*>(dst);
@@ -191,7 +210,8 @@ struct Q6K {
       BlockQ8_K q;
       quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
       std::memcpy(a[b].qs, q.qs, kQK_K);
-      for (int i = 0; i < kQK_K / 2; ++i) a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
+      for (int i = 0; i < kQK_K / 2; ++i)
+        a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
       a[b].d = q.d;
     }
   }
@@ -204,58 +224,64 @@ struct Q6K {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m30 = _mm256_set1_epi8(0x30);
     __m256 acc[W][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < n_in / kQK_K; ++b) {
       const ActQ6K* xa[R];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ6K*>(x + r * x_row_bytes) + b;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(w + i * w_row_bytes) + b;
         const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales));
         __m256i sumi[R];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int h = 0; h < 2; ++h) {
           const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h));
-          const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h + 32));
+          const __m256i ql1 =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h + 32));
           const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
           __m256i q[4];
-          q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-          q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+          q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+          q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                 _mm256_and_si256(qh, m30));
           q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                                  _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-          #pragma GCC unroll 8
+#pragma GCC unroll 8
           for (int k = 0; k < 4; ++k) {
             const int c = 4 * h + k;
-            const __m256i sc = _mm256_cvtepi8_epi16(
-                _mm_shuffle_epi8(scales, _mm_load_si128(reinterpret_cast<const __m128i*>(kScalePairShuffle[c]))));
-            #pragma GCC unroll 8
+            const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+                scales, _mm_load_si128(reinterpret_cast<const __m128i*>(kScalePairShuffle[c]))));
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-              const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 32 * c));
-              const __m256i off = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->offs + 16 * c));
+              const __m256i xq =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 32 * c));
+              const __m256i off =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->offs + 16 * c));
               const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xq), off);
               sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sc));
             }
           }
         }
         const float wd = half_to_float(wb->d);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const float d = xa[r]->d * wd;
           acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[i][r]);
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
     }
   }
@@ -294,31 +320,33 @@ struct Q80 {
     const int64_t nb = n_in / kQK;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[W][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; ++b) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(w + i * w_row_bytes) + b;
         const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs));
         const __m256i aw = _mm256_sign_epi8(wq, wq);
         const float wd = half_to_float(wb->d);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const int8_t* xr = reinterpret_cast<const int8_t*>(x + r * x_row_bytes);
           const float xd = reinterpret_cast<const float*>(xr + nb * kQK)[b];
           const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + b * kQK));
-          const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), ones);
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * xd), _mm256_cvtepi32_ps(lanes), acc[i][r]);
+          const __m256i lanes =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), ones);
+          acc[i][r] =
+              _mm256_fmadd_ps(_mm256_set1_ps(wd * xd), _mm256_cvtepi32_ps(lanes), acc[i][r]);
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
     }
   }

@@ -1,15 +1,16 @@
-// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels for Q4_K, Q6_K, Q8_0 and F16 weights. The integer work
-// runs 512 bits wide and exactly; every output then gets the reference row dot's float operations
-// in the reference's order (dot_ggml_order.cc): per block one fused multiply-add on 8 float lanes
-// and the same horizontal sums, so results are bitwise equal to the scalar reference and to the
-// AVX2 kernels.
-// The K kernels sum the two 256-bit halves of their integer lanes (two chunks of 32 elements)
-// before the float step; Q8_0 puts two weight rows in the two halves of each float register.
-// The K kernels form 16-bit sums of two products with vpmaddubsw and add scale * two of them into
-// each 32-bit lane with vpdpwssd; Q8_0 uses vpdpbusd (u8 x s8, four products per lane).
-// Packed activations carry what that needs precomputed once per row: quants reordered to match
-// the weight nibble layout (Q4_K) or the sums that turn unsigned weight codes back into signed
-// values (Q6_K: q - 32, Q8_0: w + 128 - 128).
+// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels for Q4_K, Q6_K, Q8_0 and F16 weights. The integer
+// work runs 512 bits wide and exactly; every output then gets the reference row dot's float
+// operations in the reference's order (dot_ggml_order.cc), so results are bitwise equal to the
+// scalar reference and to the AVX2 kernels.
+//  - Q4_K / Q6_K: vpmaddubsw makes 16-bit sums of two products, vpdpwssd adds scale * two of
+//    them into each 32-bit lane; the two 256-bit halves (two chunks of 32 elements) are summed
+//    before the float step, one fused multiply-add on 8 lanes per super-block as the reference.
+//  - Q8_0: vpdpbusd (u8 x s8, four products per lane) on weights biased by +128; two weight rows
+//    share each 512-bit register, one per half, with the reference's 8-lane order in each.
+//  - F16: ggml_vec_dot_f16's 4 x 16 lanes.
+// Packed activations carry what this needs, computed once per row: quants reordered to match the
+// weight nibble layout (Q4_K), or the sums that undo the unsigned weight codes (Q6_K: q - 32,
+// Q8_0: w + 128).
 // Compiled with AVX-512 flags; see x86/tile_driver.h for why nothing here is inline-shared.
 
 // GCC 12's AVX-512 cast intrinsics (_mm512_castsi256_si512 ...) read a deliberately undefined
@@ -64,7 +65,8 @@ __m128i decode_scales_k4(const uint8_t s[kKScaleSize]) {
   const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
   const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
   const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
-  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47), static_cast<int>(s03));
+  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47),
+                       static_cast<int>(s03));
 }
 
 // --- Q4_K --------------------------------------------------------------------------------------
@@ -84,17 +86,26 @@ static_assert(sizeof(ActQ4K) == 320);
 // lo(g) / hi(g) their scales as 16-bit lanes: the lower 256 bits (chunk 2g) and the upper 256
 // bits (chunk 2g + 1) of vector v = 2g + (0 for lo, 1 for hi) use scales 4g + v % 2 and
 // 4g + 2 + v % 2.
-alignas(64) constexpr uint8_t kQ4KScaleShuffle[4][64] = {
-#define PONDER_S16X4(k) k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80, k, 0x80
-#define PONDER_S16X16(a, b) {PONDER_S16X4(a), PONDER_S16X4(a), PONDER_S16X4(b), PONDER_S16X4(b)}
-    PONDER_S16X16(0, 2), PONDER_S16X16(1, 3), PONDER_S16X16(4, 6), PONDER_S16X16(5, 7),
-#undef PONDER_S16X16
-#undef PONDER_S16X4
+struct Q4KScaleShuffle {
+  alignas(64) uint8_t m[4][64];
 };
+constexpr Q4KScaleShuffle make_q4k_scale_shuffle() {
+  Q4KScaleShuffle t{};
+  for (int v = 0; v < 4; ++v) {
+    for (int i = 0; i < 32; ++i) {  // 16-bit lane i: lanes 0..15 chunk 2g, 16..31 chunk 2g + 1
+      t.m[v][2 * i] = static_cast<uint8_t>(4 * (v / 2) + v % 2 + (i < 16 ? 0 : 2));
+      t.m[v][2 * i + 1] = 0x80;
+    }
+  }
+  return t;
+}
+constexpr Q4KScaleShuffle kQ4KScaleShuffle = make_q4k_scale_shuffle();
 
 struct Q4K {
   static constexpr int kW = 1, kR = 6;
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ4K)); }
+  static int64_t packed_row_bytes(int64_t n_in) {
+    return round_up_64(n_in / kQK_K * sizeof(ActQ4K));
+  }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     ActQ4K* a = static_cast<ActQ4K*>(dst);
@@ -108,7 +119,8 @@ struct Q4K {
         std::memcpy(a[b].qs + 128 * g + 96, q.qs + 128 * g + 96, 32);
       }
       a[b].d = q.d;
-      for (int k = 0; k < 8; ++k) a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
+      for (int k = 0; k < 8; ++k)
+        a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
     }
   }
 
@@ -118,9 +130,9 @@ struct Q4K {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m256 acc[W][R];
     __m128 accm[W][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         acc[i][r] = _mm256_setzero_ps();
         accm[i][r] = _mm_setzero_ps();
@@ -128,18 +140,19 @@ struct Q4K {
     }
     for (int64_t b = 0; b < n_in / kQK_K; ++b) {
       const ActQ4K* xa[R];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ4K*>(x + r * x_row_bytes) + b;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
         const __m128i scm = decode_scales_k4(wb->scales);
         const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
         const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const float dmin = -xa[r]->d * wmin;
-          const __m128i prod = _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
+          const __m128i prod =
+              _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
           accm[i][r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[i][r]);
         }
         const __m512i scm4 = _mm512_broadcast_i32x4(scm);
@@ -149,25 +162,27 @@ struct Q4K {
           q[2 * g] = _mm512_and_si512(raw, m4);
           q[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
         }
-        #pragma GCC unroll 8
-        for (int v = 0; v < 4; ++v) s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle[v]));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
+        for (int v = 0; v < 4; ++v)
+          s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle.m[v]));
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127); dpwssd: scale * 2 of those.
           __m512i sum = _mm512_setzero_si512();
-          #pragma GCC unroll 8
+#pragma GCC unroll 8
           for (int v = 0; v < 4; ++v) {
             const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
             sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
           }
           const float d = xa[r]->d * wd;
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
+          acc[i][r] =
+              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]) + hsum4(accm[i][r]);
     }
   }
@@ -193,18 +208,23 @@ static_assert(sizeof(ActQ6K) == 576);
 
 // pshufb masks (on the 16 scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes of
 // vector v (elements 64v + [0, 64), two per lane) their sub-block's scale, 4v + lane / 8.
-alignas(32) constexpr uint8_t kQ6KScaleShuffle[4][32] = {
-#define PONDER_X8(k) k, k, k, k, k, k, k, k
-    {PONDER_X8(0), PONDER_X8(1), PONDER_X8(2), PONDER_X8(3)},
-    {PONDER_X8(4), PONDER_X8(5), PONDER_X8(6), PONDER_X8(7)},
-    {PONDER_X8(8), PONDER_X8(9), PONDER_X8(10), PONDER_X8(11)},
-    {PONDER_X8(12), PONDER_X8(13), PONDER_X8(14), PONDER_X8(15)},
-#undef PONDER_X8
+struct Q6KScaleShuffle {
+  alignas(32) uint8_t m[4][32];
 };
+constexpr Q6KScaleShuffle make_q6k_scale_shuffle() {
+  Q6KScaleShuffle t{};
+  for (int v = 0; v < 4; ++v) {
+    for (int i = 0; i < 32; ++i) t.m[v][i] = static_cast<uint8_t>(4 * v + i / 8);
+  }
+  return t;
+}
+constexpr Q6KScaleShuffle kQ6KScaleShuffle = make_q6k_scale_shuffle();
 
 struct Q6K {
   static constexpr int kW = 2, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK_K * sizeof(ActQ6K)); }
+  static int64_t packed_row_bytes(int64_t n_in) {
+    return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
+  }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     ActQ6K* a = static_cast<ActQ6K*>(dst);
@@ -212,7 +232,8 @@ struct Q6K {
       BlockQ8_K q;
       quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
       std::memcpy(a[b].qs, q.qs, kQK_K);
-      for (int i = 0; i < kQK_K / 2; ++i) a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
+      for (int i = 0; i < kQK_K / 2; ++i)
+        a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
       a[b].d = q.d;
     }
   }
@@ -226,53 +247,59 @@ struct Q6K {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i m30 = _mm512_set1_epi8(0x30);
     __m256 acc[W][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < n_in / kQK_K; ++b) {
       const ActQ6K* xa[R];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ6K*>(x + r * x_row_bytes) + b;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(w + i * w_row_bytes) + b;
-        const __m256i scales = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales)));
+        const __m256i scales = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales)));
         __m512i q[4], s[4];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int h = 0; h < 2; ++h) {
           const __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
           const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
-          const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-          q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
-          q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
+          const __m512i qh2 =
+              _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+          q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                     _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+          q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                         _mm512_and_si512(qh2, m30));
         }
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < 4; ++v) {
-          s[v] = _mm512_cvtepi8_epi16(
-              _mm256_shuffle_epi8(scales, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScaleShuffle[v]))));
+          s[v] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(
+              scales, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScaleShuffle.m[v]))));
         }
         const float wd = half_to_float(wb->d);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x');
           // dpwssd: scale * 2 of those into each 32-bit lane.
           __m512i sum = _mm512_setzero_si512();
-          #pragma GCC unroll 8
+#pragma GCC unroll 8
           for (int v = 0; v < 4; ++v) {
             const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
             const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
-            sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off), s[v]);
+            sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off),
+                                      s[v]);
           }
           const float d = xa[r]->d * wd;
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
+          acc[i][r] =
+              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
     }
   }
@@ -298,7 +325,9 @@ static_assert(sizeof(ActQ80) == 64);
 struct Q80 {
   static constexpr int kW = 4, kR = 4;
   // nb blocks, then nb float scales.
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (sizeof(ActQ80) + 4)); }
+  static int64_t packed_row_bytes(int64_t n_in) {
+    return round_up_64(n_in / kQK * (sizeof(ActQ80) + 4));
+  }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     const int64_t nb = n_in / kQK;
@@ -324,15 +353,15 @@ struct Q80 {
     const int64_t nb = n_in / kQK;
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512 acc[P][R];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[p][r] = _mm512_setzero_ps();
     }
     for (int64_t b = 0; b < nb; ++b) {
       __m512i wq[P];
       __m512 wd[P];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
         const BlockQ8_0* w0 = reinterpret_cast<const BlockQ8_0*>(w + 2 * p * w_row_bytes) + b;
@@ -341,15 +370,18 @@ struct Q80 {
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0->qs))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1->qs)), 1);
         wq[p] = _mm512_xor_si512(both, bias);
-        wd[p] = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(w0->d)), _mm256_set1_ps(half_to_float(w1->d)), 1);
+        wd[p] = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(w0->d)),
+                                   _mm256_set1_ps(half_to_float(w1->d)), 1);
       }
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const ActQ80* xa = reinterpret_cast<const ActQ80*>(x + r * x_row_bytes);
         const float xd = reinterpret_cast<const float*>(xa + nb)[b];
-        const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].qs)));
-        const __m512i off = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].offs)));
-        #pragma GCC unroll 8
+        const __m512i xq =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].qs)));
+        const __m512i off = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].offs)));
+#pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
           const __m512i lanes = _mm512_dpbusd_epi32(off, wq[p], xq);
           const __m512 d = _mm512_mul_ps(wd[p], _mm512_set1_ps(xd));
@@ -357,12 +389,13 @@ struct Q80 {
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         y[r * y_stride + 2 * p] = hsum8(_mm512_castps512_ps256(acc[p][r]));
-        if (2 * p + 1 < W) y[r * y_stride + 2 * p + 1] = hsum8(_mm512_extractf32x8_ps(acc[p][r], 1));
+        if (2 * p + 1 < W)
+          y[r * y_stride + 2 * p + 1] = hsum8(_mm512_extractf32x8_ps(acc[p][r], 1));
       }
     }
   }
@@ -395,98 +428,70 @@ void f16_pack_row(const float* x, void* dst, int64_t n_in) {
   float* out = static_cast<float*>(dst);
   int64_t i = 0;
   for (; i + 16 <= n_in; i += 16) {
-    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i h =
+        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
   }
   for (; i < n_in; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
-// A single activation row (and rows whose length is not a multiple of 16): ggml_vec_dot_f16's
-// order (dot_f16_ggml): 4 accumulators of 16 lanes over runs of 64, (acc0 + acc2) + (acc1 + acc3),
-// reduce16, then the leftover products added in double.
-struct F16Single {
-  static constexpr int kW = 4, kR = 1;
+// ggml_vec_dot_f16's order (dot_f16 of the reference, for every batch size): 4 accumulators of
+// 16 lanes over runs of 64 elements, (acc0 + acc2) + (acc1 + acc3), reduce16, then the leftover
+// products (n % 64) added in double.
+struct F16 {
+  static constexpr int kW = 2, kR = 2;
   static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
+  static void pack_row(const float* x, void* dst, int64_t n_in) { f16_pack_row(x, dst, n_in); }
 
   template <int W, int R>
   static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
                    int64_t x_row_bytes, float* y, int64_t y_stride) {
-    static_assert(R == 1);
-    const float* xf = reinterpret_cast<const float*>(x);
     const int64_t np = n_in & ~int64_t{63};
-    __m512 acc[W][4];
+    __m512 acc[W][R][4];
 #pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
-      for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 4; ++j) acc[i][r][j] = _mm512_setzero_ps();
+      }
     }
     for (int64_t e = 0; e < np; e += 64) {
-      __m512 xv[4];
 #pragma GCC unroll 8
-      for (int j = 0; j < 4; ++j) xv[j] = _mm512_loadu_ps(xf + e + 16 * j);
+      for (int j = 0; j < 4; ++j) {
+        __m512 wv[W];
 #pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const uint16_t* wr = reinterpret_cast<const uint16_t*>(w + i * w_row_bytes) + e;
+        for (int i = 0; i < W; ++i) {
+          wv[i] = load_f16x16(reinterpret_cast<const uint16_t*>(w + i * w_row_bytes) + e + 16 * j);
+        }
 #pragma GCC unroll 8
-        for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(load_f16x16(wr + 16 * j), xv[j], acc[i][j]);
+        for (int r = 0; r < R; ++r) {
+          const __m512 xv =
+              _mm512_loadu_ps(reinterpret_cast<const float*>(x + r * x_row_bytes) + e + 16 * j);
+#pragma GCC unroll 8
+          for (int i = 0; i < W; ++i) acc[i][r][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][r][j]);
+        }
       }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < W; ++i) {
       const uint16_t* wr = reinterpret_cast<const uint16_t*>(w + i * w_row_bytes);
-      const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][2]), _mm512_add_ps(acc[i][1], acc[i][3]));
-      double sum = reduce16(a);
-      for (int64_t e = np; e < n_in; ++e) sum += static_cast<double>(_cvtsh_ss(wr[e]) * xf[e]);
-      y[i] = static_cast<float>(sum);
-    }
-  }
-};
-
-// Two or more activation rows of a length that is a multiple of 16: llamafile tinyBLAS's order
-// (dot_f16_batched): one accumulator of 16 lanes, reduce16.
-struct F16Batched {
-  static constexpr int kW = 4, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
-
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
-    __m512 acc[W][R];
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
-    }
-    for (int64_t e = 0; e < n_in; e += 16) {
-      __m512 xv[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(reinterpret_cast<const float*>(x + r * x_row_bytes) + e);
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const __m512 wv = load_f16x16(reinterpret_cast<const uint16_t*>(w + i * w_row_bytes) + e);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(wv, xv[r], acc[i][r]);
+      for (int r = 0; r < R; ++r) {
+        const float* xf = reinterpret_cast<const float*>(x + r * x_row_bytes);
+        const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[i][r][0], acc[i][r][2]),
+                                       _mm512_add_ps(acc[i][r][1], acc[i][r][3]));
+        double sum = reduce16(a);
+        for (int64_t e = np; e < n_in; ++e) sum += static_cast<double>(_cvtsh_ss(wr[e]) * xf[e]);
+        y[r * y_stride + i] = static_cast<float>(sum);
       }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = reduce16(acc[i][r]);
-    }
   }
-};
 
-struct F16 {
-  static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
-  static void pack_row(const float* x, void* dst, int64_t n_in) { f16_pack_row(x, dst, n_in); }
-
-  // As matmul.cc chooses the reference dot: tinyBLAS's order from 2 rows on (n_in % 16 == 0).
   static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                    int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in * 2;
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    if (n_rows >= 2 && w.n_in % 16 == 0) {
-      gemm_tiled<F16Batched>(wd, row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
-    } else {
-      gemm_tiled<F16Single>(wd, row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
-    }
+    gemm_tiled<F16>(static_cast<const uint8_t*>(w.data), w.n_in * 2, w.n_in, xp, n_rows, o_begin,
+                    o_end, y, y_stride);
   }
 };
 

@@ -4,10 +4,8 @@
 // x86/tile_driver.h for why), which are compiled with at least -mavx2 -mfma -mf16c.
 #pragma once
 
-#include <immintrin.h>
-
-#include <cstdint>
-#include <cstring>
+// Expects <immintrin.h>, <cstdint> and <cstring> to be included by the including file (outside
+// the namespace).
 
 // Q8_K (quantize_q8_K of the reference): max = the element of largest magnitude (the first one on
 // ties), iscale = -127 / max, q = min(127, round_even(iscale * x)), d = 1 / iscale,
@@ -15,7 +13,8 @@
 inline void quantize_block_q8_K_avx2(const float* x, float* d_out, int8_t* qs, int16_t* bsums) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   __m256 vmax = _mm256_setzero_ps();
-  for (int j = 0; j < 256; j += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + j)));
+  for (int j = 0; j < 256; j += 8)
+    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + j)));
   __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(vmax, 1), _mm256_castps256_ps128(vmax));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -29,7 +28,8 @@ inline void quantize_block_q8_K_avx2(const float* x, float* d_out, int8_t* qs, i
   float max = 0.0f;
   const __m256 va = _mm256_set1_ps(amax);
   for (int j = 0; j < 256; j += 8) {
-    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + j)), va, _CMP_EQ_OQ));
+    const int hit = _mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + j)), va, _CMP_EQ_OQ));
     if (hit != 0) {
       max = x[j + __builtin_ctz(static_cast<unsigned>(hit))];
       break;
@@ -42,7 +42,8 @@ inline void quantize_block_q8_K_avx2(const float* x, float* d_out, int8_t* qs, i
   for (int j = 0; j < 256; j += 32) {
     __m256i q[4];
     for (int k = 0; k < 4; ++k) {
-      q[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j + 8 * k))), v127);
+      q[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j + 8 * k))),
+                              v127);
     }
     // packs interleave 128-bit lanes; the permute restores element order.
     const __m256i q01 = _mm256_packs_epi32(q[0], q[1]);

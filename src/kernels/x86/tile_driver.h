@@ -11,7 +11,7 @@
 // shared headers.
 #pragma once
 
-#include <cstdint>
+// Expects <cstdint> to be included by the including file (outside the namespace).
 
 // Kernel K provides: static constexpr int kW, kR; static int64_t packed_row_bytes(int64_t n_in);
 // template <int W, int R> static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in,
