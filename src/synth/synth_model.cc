@@ -13,13 +13,8 @@
 #include "base/thread_pool.h"
 #include "gguf/gguf_writer.h"
 
-#ifndef PONDER_SYNTH_HAVE_QUANT
-#define PONDER_SYNTH_HAVE_QUANT 0
-#endif
-#include "quant/half.h"  // header-only
-#if PONDER_SYNTH_HAVE_QUANT
+#include "quant/half.h"
 #include "quant/quantize.h"
-#endif
 
 namespace ponder {
 
@@ -141,11 +136,7 @@ void store_row(GgmlType type, const float* x, int64_t n, uint8_t* out) {
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(out)[i] = fp32_to_bf16(x[i]);
       return;
     default:
-#if PONDER_SYNTH_HAVE_QUANT
       quantize_row(type, x, out, n);
-#else
-      PONDER_CHECK(false && "block types need the quant layer");
-#endif
       return;
   }
 }
@@ -220,34 +211,16 @@ int64_t SynthPlan::n_bytes() const {
 }
 
 bool synth_supports_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-      return true;
-#if PONDER_SYNTH_HAVE_QUANT
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::Q8_0:
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return true;
-#endif
-    default:
-      return false;
-  }
+  // Every storage type but Q8_K (activations only).
+  return type != GgmlType::Q8_K && can_quantize(type);
 }
 
 Expected<SynthPlan> plan_synth_model(const SynthPreset& p, GgmlType type) {
   if (!synth_supports_type(type)) {
     return Status::errorf(
-        "synth: cannot store weights as {} (supported: F32, F16, BF16{})", ggml_type_name(type),
-        PONDER_SYNTH_HAVE_QUANT ? ", Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K" : "");
+        "synth: cannot store weights as {} (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
+        "Q8_0, Q2_K..Q6_K)",
+        ggml_type_name(type));
   }
   if (p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0) {
     return Status::errorf("synth: preset {}: n_embd {} / n_head {} / n_head_kv {} do not divide",

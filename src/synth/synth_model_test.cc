@@ -14,9 +14,7 @@
 
 #include "quant/half.h"
 
-#if PONDER_SYNTH_HAVE_QUANT
 #include "quant/quantize.h"
-#endif
 
 namespace ponder {
 namespace {
@@ -324,7 +322,6 @@ TEST(SynthWrite, SameSeedSameBytesAnyThreadCount) {
   for (const auto& p : {a, b, c}) std::filesystem::remove(p);
 }
 
-#if PONDER_SYNTH_HAVE_QUANT
 TEST(SynthWrite, BlockTypesHoldTheSameValues) {
   const std::string f32 = temp_path("q_f32.gguf");
   const std::string q8 = temp_path("q_q8_0.gguf");
@@ -351,7 +348,6 @@ TEST(SynthWrite, BlockTypesHoldTheSameValues) {
   std::filesystem::remove(f32);
   std::filesystem::remove(q8);
 }
-#endif
 
 TEST(SynthWrite, MissingVocabularyIsAClearError) {
   SynthOptions options;
