@@ -1,5 +1,8 @@
 #include "base/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,8 +22,31 @@ namespace {
 constexpr int kSpinsBeforeSleep = 1 << 14;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+namespace {
+
+void pin_current_thread(int cpu) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort
+#else
+  (void)cpu;
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, std::vector<int> pin_cpus) : n_threads_(std::max(1, n_threads)) {
+  const bool pin = !pin_cpus.empty();
+  if (pin) pin_current_thread(pin_cpus[0]);
+  for (int i = 1; i < n_threads_; ++i) {
+    const int cpu = pin ? pin_cpus[static_cast<size_t>(i) % pin_cpus.size()] : -1;
+    workers_.emplace_back([this, i, cpu] {
+      if (cpu >= 0) pin_current_thread(cpu);
+      worker_loop(i);
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

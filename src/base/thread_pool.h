@@ -19,7 +19,9 @@ namespace ponder {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);
+  // pin_cpus: when not empty, thread i runs only on pin_cpus[i % size] (the calling thread, which
+  // is thread 0, is pinned too, from the constructor on).
+  explicit ThreadPool(int n_threads, std::vector<int> pin_cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <sched.h>
+
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -50,6 +52,28 @@ TEST(ThreadPoolTest, WakesAfterSleeping) {
     pool.run([&](int, int) { count++; });
     ASSERT_EQ(count.load(), 3);
   }
+}
+
+}  // namespace
+}  // namespace ponder
+
+namespace ponder {
+namespace {
+
+TEST(ThreadPoolTest, PinnedThreadsRunOnTheirCpus) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int first_cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && first_cpu < 0; ++c) {
+    if (CPU_ISSET(c, &saved)) first_cpu = c;
+  }
+  {
+    ThreadPool pool(3, {first_cpu});
+    std::vector<int> cpus(3, -1);
+    pool.run([&](int ti, int) { cpus[ti] = sched_getcpu(); });
+    for (int c : cpus) EXPECT_EQ(c, first_cpu);
+  }
+  sched_setaffinity(0, sizeof saved, &saved);  // the calling thread was pinned too
 }
 
 }  // namespace

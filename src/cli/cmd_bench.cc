@@ -30,7 +30,7 @@ int run_bench_cmd(int argc, char** argv) {
   std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches;
   std::vector<int> threads;
   int reps = 5;
-  bool no_bandwidth = false;
+  bool no_bandwidth = false, pin = false;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
@@ -39,6 +39,7 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
   app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
+  app.add_flag("--pin", pin, "pin threads to physical cores");
   CLI11_PARSE(app, argc, argv);
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {
@@ -58,7 +59,7 @@ int run_bench_cmd(int argc, char** argv) {
 
   std::vector<Row> rows;
   for (int t : threads) {
-    ThreadPool pool(t);
+    ThreadPool pool(t, pin ? cpu_topology().one_cpu_per_core : std::vector<int>{});
     auto add = [&](const std::string& name, int32_t p, int32_t g, int32_t seqs) -> bool {
       auto r = run_bench(*s.model, p, g, seqs, reps, pool);
       if (!r.has_value()) {
@@ -120,7 +121,8 @@ int run_bench_cmd(int argc, char** argv) {
                      {"samples_ts", samples_ts},
                      {"bytes_per_token", row.r.n_gen > 0 ? bytes_per_token : 0},
                      {"mem_bandwidth_gbs", bandwidth},
-                     {"peak_rss_bytes", peak_rss}});
+                     {"peak_rss_bytes", peak_rss},
+                     {"load_s", s.load_s}});
     }
     fmt::print("{}\n", out.dump(2));
     return 0;
@@ -128,6 +130,7 @@ int run_bench_cmd(int argc, char** argv) {
 
   fmt::print("model: {} ({:.2f} GB, {:.2f} B params), CPU: {} [{}], {}\n", model_name, model_size / 1e9,
              n_params / 1e9, cpu_features().brand, isa_name(active_isa()), cpu_topology().summary());
+  fmt::print("load: {:.2f} s (mapped file, tokenizer, weight binding)\n", s.load_s);
   if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
   fmt::print("\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;

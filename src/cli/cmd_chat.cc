@@ -35,7 +35,7 @@ int run_chat(int argc, char** argv) {
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
-  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.threads > 0 ? flags.threads : default_threads());
+  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.thread_config());
   std::signal(SIGINT, on_sigint);
   std::vector<text::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});

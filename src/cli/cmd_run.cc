@@ -45,7 +45,7 @@ int run_run(int argc, char** argv) {
   }
   if (tokens.empty()) return fail("run", "the prompt is empty");
 
-  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.threads > 0 ? flags.threads : default_threads());
+  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.thread_config());
   ThinkingPrinter printer(thinking, flags.hide_thinking);
   auto stats = gen.generate(tokens, flags.gen, [&](std::string_view t) { printer.push(t); });
   if (!stats.has_value()) return fail("run", stats.status().message());

@@ -5,12 +5,16 @@
 
 #include <cstdio>
 
+#include "cli/model_session.h"
+
 namespace ponder::cli {
 
 void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-c,--ctx", n_ctx, "context length in tokens")->capture_default_str();
-  app.add_option("-t,--threads", threads, "threads (default: the machine's cores)");
+  app.add_option("-t,--threads", threads, "threads for generation (default: the physical cores)");
+  app.add_option("--threads-batch", threads_batch, "threads for prompt processing (default: --threads)");
+  app.add_flag("--pin", pin, "pin threads to physical cores");
   app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate")->capture_default_str();
   app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")->capture_default_str();
   app.add_option("--top-k", gen.sampling.top_k, "top-k (0: off)")->capture_default_str();
@@ -29,8 +33,13 @@ void GenerationFlags::add_to(CLI::App& app) {
 Status GenerationFlags::validate() const {
   if (n_ctx < 16) return Status::errorf("--ctx {} is too small (at least 16)", n_ctx);
   if (threads < 0) return Status::errorf("--threads {} is negative", threads);
+  if (threads_batch < 0) return Status::errorf("--threads-batch {} is negative", threads_batch);
   if (gen.max_tokens < 0) return Status::errorf("--max-tokens {} is negative", gen.max_tokens);
   return Status::ok();
+}
+
+ThreadConfig GenerationFlags::thread_config() const {
+  return ThreadConfig{threads > 0 ? threads : default_threads(), threads_batch, pin};
 }
 
 ThinkingPrinter::ThinkingPrinter(bool starts_in_thinking, bool hide_thinking)

@@ -15,12 +15,15 @@ struct GenerationFlags {
   std::string model_path;
   std::string template_name;
   int32_t n_ctx = 4096;
-  int threads = 0;  // 0: default
+  int threads = 0;        // 0: default
+  int threads_batch = 0;  // 0: as threads
+  bool pin = false;
   bool hide_thinking = false;
   GenerateOptions gen;
 
   void add_to(CLI::App& app);
   Status validate() const;
+  ThreadConfig thread_config() const;
 };
 
 // Prints streamed text: thinking dimmed (on a terminal) under a "thinking" header, then the

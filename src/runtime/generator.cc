@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/timer.h"
+#include "cpu/topology.h"
 #include "runtime/stop_strings.h"
 #include "text/stream_decoder.h"
 
@@ -11,14 +12,21 @@ namespace {
 constexpr int32_t kBlockSize = 16;
 }
 
+namespace {
+std::vector<int> pin_list(bool pin) { return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{}; }
+}  // namespace
+
 Generator::Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_t n_ctx,
-                     int n_threads, int32_t n_batch)
+                     ThreadConfig threads, int32_t n_batch)
     : model_(model),
       tokenizer_(tokenizer),
       n_ctx_(n_ctx),
       n_batch_(n_batch),
-      pool_(n_threads),
+      pool_(threads.n_threads, pin_list(threads.pin)),
       cache_(model.make_cache((n_ctx + kBlockSize - 1) / kBlockSize, kBlockSize)) {
+  if (threads.n_threads_batch > 0 && threads.n_threads_batch != threads.n_threads) {
+    batch_pool_ = std::make_unique<ThreadPool>(threads.n_threads_batch, pin_list(threads.pin));
+  }
   blocks_.resize(static_cast<size_t>(cache_.n_blocks()));
   for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i] = static_cast<int32_t>(i);
 }
@@ -30,7 +38,8 @@ Status Generator::forward_chunk(const std::vector<int32_t>& tokens, size_t begin
   for (size_t i = begin; i < end; ++i) {
     batch.rows.push_back({tokens[i], static_cast<int32_t>(i), 0, all_logits || i + 1 == end});
   }
-  Status st = model_.forward(batch, cache_, logits, pool_);
+  ThreadPool& pool = (end - begin > 1 && batch_pool_) ? *batch_pool_ : pool_;
+  Status st = model_.forward(batch, cache_, logits, pool);
   if (!st.is_ok()) {
     cached_.resize(std::min(cached_.size(), begin));
     return st;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,14 +38,24 @@ struct GenerateStats {
   std::vector<int32_t> tokens;  // generated ids
 };
 
+// Threads of a generator: decode steps (one row) and prompt chunks (many rows) may use different
+// counts (--threads / --threads-batch); pinning puts thread i on the i-th physical core.
+struct ThreadConfig {
+  int n_threads = 1;
+  int n_threads_batch = 0;  // 0: n_threads
+  bool pin = false;
+};
+
 class Generator {
  public:
   // n_ctx: positions the KV cache holds. The model must outlive the generator.
+  Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_t n_ctx,
+            ThreadConfig threads, int32_t n_batch = 256);
   Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_t n_ctx, int n_threads,
-            int32_t n_batch = 256);
+            int32_t n_batch = 256)
+      : Generator(model, tokenizer, n_ctx, ThreadConfig{n_threads, 0, false}, n_batch) {}
 
   int32_t n_ctx() const { return n_ctx_; }
-  ThreadPool& pool() { return pool_; }
 
   // Feeds `prompt` and generates. on_text receives whole UTF-8 characters as they are ready.
   // Fails on an empty prompt, a prompt that does not fit the context, or a bad token id.
@@ -69,7 +80,8 @@ class Generator {
   const text::Tokenizer& tokenizer_;
   int32_t n_ctx_;
   int32_t n_batch_;
-  ThreadPool pool_;
+  ThreadPool pool_;                          // decode steps
+  std::unique_ptr<ThreadPool> batch_pool_;   // prompt chunks, when --threads-batch differs
   KvCache cache_;
   std::vector<int32_t> blocks_;   // the sequence's blocks: 0, 1, 2, ...
   std::vector<int32_t> cached_;   // tokens whose K/V are in the cache, by position
