@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_kernels.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
@@ -89,6 +90,7 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
   if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
   if (vrows_.size() < static_cast<size_t>(max_pad) * pool.size()) vrows_.resize(static_cast<size_t>(max_pad) * pool.size());
 
+  const AttentionKernels& kern = attention_kernels();
   const int64_t n_tasks = n_rows * c.n_head;
   pool.run([&](int ti, int nt) {
     float* sc = scores_.data() + per_thread * ti;                  // [max_pad]
@@ -108,7 +110,7 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
       const float* q = &q_[row * c.n_head * hd + h * hd];
       for (int64_t i = 0; i < hd; ++i) qh[i] = fp32_to_fp16(q[i]);
       for (int64_t p = 0; p < n_kv; ++p) {
-        sc[p] = dot_f16_ggml(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh, hd) * scale;
+        sc[p] = kern.dot_f16(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh, hd) * scale;
       }
       std::fill(sc + n_kv, sc + n_pad, -INFINITY);
       const float mx = *std::max_element(sc, sc + n_kv);
@@ -116,7 +118,7 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
       for (int64_t p = 0; p < n_pad; ++p) probs[p] = fp32_to_fp16(ex[p] * inv);
       float* out = &attn_[row * c.n_head * hd + h * hd];
       for (int64_t p = 0; p < n_kv; ++p) vrows[p] = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
-      weighted_rows_f16_ggml(vrows, probs, n_kv, hd, out, acc);
+      kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);
     }
   });
 }

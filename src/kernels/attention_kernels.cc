@@ -1,0 +1,37 @@
+#include "kernels/attention_kernels.h"
+
+#include "cpu/cpu_features.h"
+#include "kernels/dot_ggml_order.h"
+
+namespace ponder {
+
+#if defined(PONDER_X86_KERNELS)
+float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n);
+void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                                   int64_t dim, float* out, float* scratch);
+#endif
+
+const AttentionKernels& attention_kernels_scalar() {
+  static const AttentionKernels k{dot_f16_ggml, weighted_rows_f16_ggml};
+  return k;
+}
+
+const AttentionKernels* attention_kernels_avx512() {
+#if defined(PONDER_X86_KERNELS)
+  static const AttentionKernels k{dot_f16_ggml_avx512, weighted_rows_f16_ggml_avx512};
+  if (isa_supported(Isa::kAvx512)) return &k;
+#endif
+  return nullptr;
+}
+
+const AttentionKernels& attention_kernels() {
+  static const AttentionKernels* chosen = [] {
+    if (active_isa() == Isa::kAvx512 && attention_kernels_avx512() != nullptr) {
+      return attention_kernels_avx512();
+    }
+    return &attention_kernels_scalar();
+  }();
+  return *chosen;
+}
+
+}  // namespace ponder

@@ -1,0 +1,26 @@
+// The f16 dot products of attention (K.q and the probability-weighted sum of V rows), dispatched
+// at run time to an AVX-512 version where the CPU has it. Every version computes the same bits as
+// the scalar reference in dot_ggml_order.h (llama.cpp's order; see docs/numerics.md), so the ISA
+// never changes a logit.
+// Depends on cpu (ISA choice) and kernels/dot_ggml_order.h.
+#pragma once
+
+#include <cstdint>
+
+namespace ponder {
+
+struct AttentionKernels {
+  // dot_f16_ggml
+  float (*dot_f16)(const uint16_t* x, const uint16_t* y, int64_t n);
+  // weighted_rows_f16_ggml
+  void (*weighted_rows_f16)(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                            int64_t dim, float* out, float* scratch);
+};
+
+// The kernels for active_isa() (PONDER_ISA may force scalar).
+const AttentionKernels& attention_kernels();
+// The scalar reference and, where compiled and supported, the AVX-512 version (nullptr if not).
+const AttentionKernels& attention_kernels_scalar();
+const AttentionKernels* attention_kernels_avx512();
+
+}  // namespace ponder

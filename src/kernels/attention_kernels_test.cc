@@ -1,0 +1,51 @@
+#include "kernels/attention_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/half.h"
+
+namespace ponder {
+namespace {
+
+// Every attention kernel the CPU supports gives the scalar reference's bits.
+TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
+  const AttentionKernels* simd = attention_kernels_avx512();
+  if (simd == nullptr) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const AttentionKernels& ref = attention_kernels_scalar();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t n : {1, 5, 63, 64, 65, 130, 700}) {
+    std::vector<uint16_t> x(n), y(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = fp32_to_fp16(g(rng));
+      y[i] = fp32_to_fp16(g(rng));
+    }
+    const float a = ref.dot_f16(x.data(), y.data(), n);
+    const float b = simd->dot_f16(x.data(), y.data(), n);
+    ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << "dot n=" << n << ": " << a << " vs " << b;
+  }
+  for (int64_t dim : {64, 128, 40}) {
+    for (int64_t n : {1, 17, 64, 100, 300}) {
+      std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
+      std::vector<const uint16_t*> rows;
+      for (auto& row : v) {
+        for (auto& e : row) e = fp32_to_fp16(g(rng));
+        rows.push_back(row.data());
+      }
+      std::vector<uint16_t> probs(n);
+      for (auto& p : probs) p = fp32_to_fp16(std::fabs(g(rng)) / static_cast<float>(n));
+      std::vector<float> out_ref(dim), out_simd(dim), scratch(64 * dim);
+      ref.weighted_rows_f16(rows.data(), probs.data(), n, dim, out_ref.data(), scratch.data());
+      simd->weighted_rows_f16(rows.data(), probs.data(), n, dim, out_simd.data(), scratch.data());
+      ASSERT_EQ(std::memcmp(out_ref.data(), out_simd.data(), dim * 4), 0) << "dim=" << dim << " n=" << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ponder

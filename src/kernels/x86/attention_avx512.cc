@@ -1,0 +1,92 @@
+// AVX-512 versions of attention's f16 dots, bit for bit the scalar reference's order
+// (dot_ggml_order.cc): four 16-lane accumulators with fused multiply-adds, combined as
+// (acc0 + acc2) + (acc1 + acc3), then GCC's _mm512_reduce_add_ps order, leftovers in double.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ponder {
+namespace {
+
+inline __m512 load_f16x16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline float half_to_float(uint16_t h) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+// t8[l] = a[l + 8] + a[l]; t4[l] = t8[l + 4] + t8[l]; (t4[0] + t4[2]) + (t4[1] + t4[3]).
+inline float reduce16(__m512 a) {
+  const __m256 t8 = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+  alignas(16) float t[4];
+  _mm_store_ps(t, t4);
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+}  // namespace
+
+float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+  for (int64_t i = 0; i < np; i += 64) {
+    acc0 = _mm512_fmadd_ps(load_f16x16(x + i), load_f16x16(y + i), acc0);
+    acc1 = _mm512_fmadd_ps(load_f16x16(x + i + 16), load_f16x16(y + i + 16), acc1);
+    acc2 = _mm512_fmadd_ps(load_f16x16(x + i + 32), load_f16x16(y + i + 32), acc2);
+    acc3 = _mm512_fmadd_ps(load_f16x16(x + i + 48), load_f16x16(y + i + 48), acc3);
+  }
+  const __m512 a = _mm512_add_ps(_mm512_add_ps(acc0, acc2), _mm512_add_ps(acc1, acc3));
+  double sum = reduce16(a);
+  for (int64_t e = np; e < n; ++e) sum += static_cast<double>(half_to_float(x[e]) * half_to_float(y[e]));
+  return static_cast<float>(sum);
+}
+
+void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                                   int64_t dim, float* out, float* scratch) {
+  // acc[lane][i], lane = p % 64: the accumulator of element p in column i's dot.
+  float* acc = scratch;
+  std::fill(acc, acc + 64 * dim, 0.0f);
+  const int64_t dim16 = dim & ~int64_t{15};
+  for (int64_t p = 0; p < n; ++p) {
+    const float wf = half_to_float(probs[p]);
+    const __m512 w = _mm512_set1_ps(wf);
+    float* a = acc + (p % 64) * dim;
+    const uint16_t* v = rows[p];
+    int64_t i = 0;
+    for (; i < dim16; i += 16) {
+      _mm512_storeu_ps(a + i, _mm512_fmadd_ps(load_f16x16(v + i), w, _mm512_loadu_ps(a + i)));
+    }
+    for (; i < dim; ++i) a[i] = __builtin_fmaf(half_to_float(v[i]), wf, a[i]);
+  }
+  // Per column: lanes[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]), then reduce16
+  // over l; done for 16 columns at once, the same additions in the same order.
+  int64_t i = 0;
+  for (; i < dim16; i += 16) {
+    __m512 lanes[16];
+    for (int l = 0; l < 16; ++l) {
+      const __m512 a0 = _mm512_loadu_ps(acc + l * dim + i);
+      const __m512 a2 = _mm512_loadu_ps(acc + (32 + l) * dim + i);
+      const __m512 a1 = _mm512_loadu_ps(acc + (16 + l) * dim + i);
+      const __m512 a3 = _mm512_loadu_ps(acc + (48 + l) * dim + i);
+      lanes[l] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+    }
+    __m512 t8[8], t4[4];
+    for (int l = 0; l < 8; ++l) t8[l] = _mm512_add_ps(lanes[l + 8], lanes[l]);
+    for (int l = 0; l < 4; ++l) t4[l] = _mm512_add_ps(t8[l + 4], t8[l]);
+    _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3])));
+  }
+  for (; i < dim; ++i) {
+    float lanes[16], t8[8], t4[4];
+    for (int l = 0; l < 16; ++l) {
+      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) + (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
+    }
+    for (int l = 0; l < 8; ++l) t8[l] = lanes[l + 8] + lanes[l];
+    for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
+    out[i] = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+  }
+}
+
+}  // namespace ponder
