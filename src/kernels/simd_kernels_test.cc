@@ -43,8 +43,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   return std::string(ggml_type_name(info.param.type)) + "_" + isa_name(info.param.isa);
 }
 
-// Random weights [n_out, n_in] quantized to `type`; Q8_0 also gets some -128 codes, which files
-// may hold though our quantizer never writes them.
+// Random weights [n_out, n_in] quantized to `type`, plus codes files may hold though our quantizer
+// never writes them: random Q4_K scale bytes, extreme Q6_K scales, Q8_0 -128.
 std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.05f, 3.0f);
@@ -55,6 +55,20 @@ std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, 
     const float s = scale(rng);
     for (float& v : row) v = s * gauss(rng);
     quantize_row(type, row.data(), w.data() + o * row_bytes, n_in);
+  }
+  if (type == GgmlType::Q4_K) {  // every bit of the packed scales and mins, not just likely ones
+    std::uniform_int_distribution<int> byte(0, 255);
+    BlockQ4_K* blocks = reinterpret_cast<BlockQ4_K*>(w.data());
+    for (int64_t b = 0; b < n_out * n_in / kQK_K; b += 3) {
+      for (uint8_t& s : blocks[b].scales) s = static_cast<uint8_t>(byte(rng));
+    }
+  }
+  if (type == GgmlType::Q6_K) {  // the extreme scales
+    BlockQ6_K* blocks = reinterpret_cast<BlockQ6_K*>(w.data());
+    for (int64_t b = 0; b < n_out * n_in / kQK_K; b += 5) {
+      blocks[b].scales[0] = -128;
+      blocks[b].scales[15] = 127;
+    }
   }
   if (type == GgmlType::Q8_0) {
     std::uniform_int_distribution<int64_t> pick(0, n_in * n_out - 1);

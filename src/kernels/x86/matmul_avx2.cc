@@ -14,6 +14,7 @@
 namespace ponder {
 namespace {
 
+#include "kernels/x86/k4_scales.h"
 #include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -36,21 +37,7 @@ float hsum4(__m128 r) {
   return _mm_cvtss_f32(r);
 }
 
-// The 8 six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block (blocks.h layout),
-// built in registers: storing them as bytes and reloading them as a vector would stall on store
-// forwarding.
-__m128i decode_scales_k4(const uint8_t s[kKScaleSize]) {
-  uint32_t u[3];
-  std::memcpy(u, s, sizeof(u));
-  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
-  const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
-  const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
-  const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
-  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47),
-                       static_cast<int>(s03));
-}
-
-// pshufb masks making 16-bit lanes of scale byte k (k < 8) of a decode_scales_k4 vector.
+// pshufb masks making 16-bit lanes of scale byte k (k < 8) of a decode_k4_header vector.
 struct Scale16Shuffle {
   alignas(32) uint8_t m[8][32];
 };
@@ -78,7 +65,7 @@ struct alignas(32) ActQ4K {
 static_assert(sizeof(ActQ4K) == 288);
 
 struct Q4K {
-  static constexpr int kW = 2, kR = 4;
+  static constexpr int kW = 1, kR = 4;
   static int64_t packed_row_bytes(int64_t n_in) {
     return round_up_64(n_in / kQK_K * sizeof(ActQ4K));
   }
@@ -118,9 +105,10 @@ struct Q4K {
 #pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
-        const __m128i scm = decode_scales_k4(wb->scales);
+        const K4Header hdr = decode_k4_header(wb);
+        const __m128i scm = hdr.scales_mins;
         const __m256i scm2 = _mm256_broadcastsi128_si256(scm);
-        const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
+        const float wd = hdr.d, wmin = hdr.dmin;
         const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
@@ -199,7 +187,7 @@ alignas(16) constexpr uint8_t kScalePairShuffle[8][16] = {
 };
 
 struct Q6K {
-  static constexpr int kW = 2, kR = 4;
+  static constexpr int kW = 1, kR = 4;
   static int64_t packed_row_bytes(int64_t n_in) {
     return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
   }
@@ -298,7 +286,7 @@ struct Q6K {
 
 // A packed activation row: the quants of all blocks (32 bytes each), then their scales as floats.
 struct Q80 {
-  static constexpr int kW = 2, kR = 4;
+  static constexpr int kW = 1, kR = 4;
   static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (kQK + 4)); }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {

@@ -28,6 +28,7 @@
 namespace ponder {
 namespace {
 
+#include "kernels/x86/k4_scales.h"
 #include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -55,20 +56,6 @@ __m256i fold_halves(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-// The 8 six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block (blocks.h layout),
-// built in registers: storing them as bytes and reloading them as a vector would stall on store
-// forwarding.
-__m128i decode_scales_k4(const uint8_t s[kKScaleSize]) {
-  uint32_t u[3];
-  std::memcpy(u, s, sizeof(u));
-  const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
-  const uint32_t s03 = u[0] & lo6, m03 = u[1] & lo6;
-  const uint32_t s47 = (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4);
-  const uint32_t m47 = ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4);
-  return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(s47),
-                       static_cast<int>(s03));
-}
-
 // --- Q4_K --------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row. The weights' qs bytes 64g..64g+63 (g < 2) hold the
@@ -82,7 +69,7 @@ struct alignas(64) ActQ4K {
 };
 static_assert(sizeof(ActQ4K) == 320);
 
-// pshufb masks (per 128-bit lane, on the decode_scales_k4 vector broadcast to all four) giving
+// pshufb masks (per 128-bit lane, on the decode_k4_header vector broadcast to all four) giving
 // lo(g) / hi(g) their scales as 16-bit lanes: the lower 256 bits (chunk 2g) and the upper 256
 // bits (chunk 2g + 1) of vector v = 2g + (0 for lo, 1 for hi) use scales 4g + v % 2 and
 // 4g + 2 + v % 2.
@@ -145,8 +132,9 @@ struct Q4K {
 #pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
         const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
-        const __m128i scm = decode_scales_k4(wb->scales);
-        const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
+        const K4Header hdr = decode_k4_header(wb);
+        const __m128i scm = hdr.scales_mins;
+        const float wd = hdr.d, wmin = hdr.dmin;
         const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
@@ -221,7 +209,7 @@ constexpr Q6KScaleShuffle make_q6k_scale_shuffle() {
 constexpr Q6KScaleShuffle kQ6KScaleShuffle = make_q6k_scale_shuffle();
 
 struct Q6K {
-  static constexpr int kW = 2, kR = 4;
+  static constexpr int kW = 1, kR = 6;
   static int64_t packed_row_bytes(int64_t n_in) {
     return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
   }
@@ -344,11 +332,43 @@ struct Q80 {
     }
   }
 
+  // One weight row (gemv, remainders): 256-bit vpdpbusd per block.
+  template <int R>
+  static void tile_one_row(const uint8_t* w, int64_t n_in, const uint8_t* x, int64_t x_row_bytes,
+                           float* y, int64_t y_stride) {
+    const int64_t nb = n_in / kQK;
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256 acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0* wb = reinterpret_cast<const BlockQ8_0*>(w) + b;
+      const __m256i wq =
+          _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs)), bias);
+      const float wd = half_to_float(wb->d);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const ActQ80* xa = reinterpret_cast<const ActQ80*>(x + r * x_row_bytes);
+        const float xd = reinterpret_cast<const float*>(xa + nb)[b];
+        const __m256i off = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].offs));
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[b].qs));
+        const __m256i lanes = _mm256_dpbusd_epi32(off, wq, xq);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * xd), _mm256_cvtepi32_ps(lanes), acc[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[r * y_stride] = hsum8(acc[r]);
+  }
+
   // Reference (dot_q8_0): lane l = the 4 products at 4l..4l+3; acc[l] += (dw * dx) * lane.
   // Weight rows 2p and 2p + 1 of the tile share a 512-bit register, one per half.
   template <int W, int R>
   static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
                    int64_t x_row_bytes, float* y, int64_t y_stride) {
+    if constexpr (W == 1) {
+      tile_one_row<R>(w, n_in, x, x_row_bytes, y, y_stride);
+      return;
+    }
     constexpr int P = (W + 1) / 2;  // row pairs; for odd W the last pair repeats its row
     const int64_t nb = n_in / kQK;
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
