@@ -10,8 +10,11 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=OFF > /dev/null
 cmake --build build -j"$(nproc)" --target ponder
 
-model="${1:-${PONDER_MODEL:-models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf}}"
-[ $# -gt 0 ] && shift
+model="${PONDER_MODEL:-models/DeepSeek-R1-Distill-Qwen-1.5B-Q4_K_M.gguf}"
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then  # a first argument that is not an option: the model
+  model="$1"
+  shift
+fi
 if [ ! -f "$model" ]; then
   demo=models/demo-tiny-random.gguf
   echo "run: no model at '$model'."
