@@ -226,27 +226,7 @@ float vec_dot_4x16(const T* x, const T* y, int64_t n) {
   }
 }
 
-// llamafile's tinyBLAS order (what llama.cpp uses for F32 / F16 products of 2+ rows): one 16-lane
-// accumulator per output, acc[l] = fma(w, x, acc[l]) for element 16 i + l, then reduce16.
-// Not chosen by row_dot_function (batch invariance); kept while SIMD kernels are compared with it.
-template <typename T, float (*kLoad)(const T*, int64_t)>
-float tinyblas_dot_16(const T* w, const T* x, int64_t n) {
-  float acc[16] = {};
-  for (int64_t i = 0; i < n; i += 16) {
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(kLoad(w, i + l), kLoad(x, i + l), acc[l]);
-  }
-  return reduce16(acc);
-}
-
 }  // namespace
-
-float dot_f32_batched(const void* w_row, const void* x_row, int64_t n) {
-  return tinyblas_dot_16<float, load_f32>(static_cast<const float*>(w_row), static_cast<const float*>(x_row), n);
-}
-
-float dot_f16_batched(const void* w_row, const void* x_row, int64_t n) {
-  return tinyblas_dot_16<uint16_t, load_f16>(static_cast<const uint16_t*>(w_row), static_cast<const uint16_t*>(x_row), n);
-}
 
 float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n) {
   return vec_dot_4x16<uint16_t, load_f16, true>(x, y, n);

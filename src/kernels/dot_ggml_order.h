@@ -38,10 +38,6 @@ using RowDotFn = float (*)(const void* w_row, const void* x_row, int64_t n);
 // gets the same order, so a row's result never depends on what it is batched with.
 RowDotFn row_dot_function(GgmlType w, int64_t n_rows = 1);
 
-// llamafile's tinyBLAS order for F32 / F16 (n % 16 == 0); not used by row_dot_function.
-float dot_f32_batched(const void* w_row, const void* x_row, int64_t n);
-float dot_f16_batched(const void* w_row, const void* x_row, int64_t n);
-
 // ggml_vec_dot_f16's float order on AVX-512 (llama.cpp's F16 x F16 dot, also the one of its
 // non-flash attention: K.q and V.softmax with the cache and the operand rounded to F16).
 float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n);
