@@ -1,5 +1,6 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -10,12 +11,26 @@ namespace ponder {
 namespace {
 
 // Scratch for packed activation rows, 64-byte aligned, grown as needed and kept per thread so the
-// forward pass does not allocate once warmed up.
-uint8_t* packed_scratch(int64_t bytes) {
-  thread_local std::vector<uint8_t> buf;
+// forward pass does not allocate once warmed up. `slot` tells apart buffers used at the same time.
+uint8_t* packed_scratch(int64_t bytes, int slot = 0) {
+  thread_local std::vector<uint8_t> bufs[4];
+  std::vector<uint8_t>& buf = bufs[slot];
   if (static_cast<int64_t>(buf.size()) < bytes + 64) buf.resize(static_cast<size_t>(bytes + 64));
   const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
   return buf.data() + (64 - p % 64) % 64;
+}
+
+// Packs n_rows activation rows into xp (rows in parallel when there are several).
+void pack_rows(const MatmulKernel& kernel, const float* x, int64_t n_rows, int64_t n_in,
+               uint8_t* xp, ThreadPool& pool) {
+  const int64_t row_bytes = kernel.packed_row_bytes(n_in);
+  if (n_rows == 1) {
+    kernel.pack_row(x, xp, n_in);
+    return;
+  }
+  pool.parallel_for(n_rows, 1, [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r) kernel.pack_row(x + r * n_in, xp + r * row_bytes, n_in);
+  });
 }
 
 }  // namespace
@@ -35,20 +50,51 @@ void matmul(const WeightView& w, const float* x, int64_t n_rows, float* y, Threa
     matmul(WeightView{GgmlType::F32, wf.data(), w.n_in, w.n_out}, x, n_rows, y, pool);
     return;
   }
-  const int64_t xp_row_bytes = kernel->packed_row_bytes(w.n_in);
-  uint8_t* xp = packed_scratch(n_rows * xp_row_bytes);
-  if (n_rows > 1) {
-    pool.parallel_for(n_rows, 1, [&](int64_t r_begin, int64_t r_end) {
-      for (int64_t r = r_begin; r < r_end; ++r)
-        kernel->pack_row(x + r * w.n_in, xp + r * xp_row_bytes, w.n_in);
-    });
-  } else {
-    kernel->pack_row(x, xp, w.n_in);
-  }
+  uint8_t* xp = packed_scratch(n_rows * kernel->packed_row_bytes(w.n_in));
+  pack_rows(*kernel, x, n_rows, w.n_in, xp, pool);
   // Output rows in multiples of 16 per thread: whole register tiles, and a row's result does not
   // depend on the split (nor on n_rows).
   pool.parallel_for(w.n_out, 16, [&](int64_t o_begin, int64_t o_end) {
     kernel->gemm(w, xp, n_rows, o_begin, o_end, y, w.n_out);
+  });
+}
+
+void matmul_group(const WeightView* const* w, float* const* y, int count, const float* x,
+                  int64_t n_rows, ThreadPool& pool) {
+  constexpr int kMax = 4;
+  const MatmulKernel* kernels[kMax];
+  const uint8_t* packed[kMax];
+  bool ok = count <= kMax;
+  for (int k = 0; ok && k < count; ++k) {
+    kernels[k] = active_matmul_kernel(w[k]->type);
+    ok = kernels[k] != nullptr && w[k]->n_in == w[0]->n_in && w[k]->n_out % 16 == 0;
+  }
+  if (!ok) {  // unusual shapes or types: one product at a time
+    for (int k = 0; k < count; ++k) matmul(*w[k], x, n_rows, y[k], pool);
+    return;
+  }
+  // Pack once per distinct packing format (Q4_K and Q6_K weights share their Q8_K rows).
+  int n_slots = 0;
+  for (int k = 0; k < count; ++k) {
+    packed[k] = nullptr;
+    for (int j = 0; j < k; ++j) {
+      if (kernels[j]->pack_row == kernels[k]->pack_row) packed[k] = packed[j];
+    }
+    if (packed[k] != nullptr) continue;
+    uint8_t* xp = packed_scratch(n_rows * kernels[k]->packed_row_bytes(w[k]->n_in), n_slots++);
+    pack_rows(*kernels[k], x, n_rows, w[k]->n_in, xp, pool);
+    packed[k] = xp;
+  }
+  // One pass over the concatenated output rows, split in multiples of 16 as matmul() does.
+  int64_t total = 0;
+  for (int k = 0; k < count; ++k) total += w[k]->n_out;
+  pool.parallel_for(total, 16, [&](int64_t begin, int64_t end) {
+    int64_t base = 0;
+    for (int k = 0; k < count; ++k) {
+      const int64_t b = std::max(begin, base), e = std::min(end, base + w[k]->n_out);
+      if (b < e) kernels[k]->gemm(*w[k], packed[k], n_rows, b - base, e - base, y[k], w[k]->n_out);
+      base += w[k]->n_out;
+    }
   });
 }
 

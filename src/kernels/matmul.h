@@ -25,6 +25,12 @@ struct WeightView {
 // y[r, o] = sum_i w[o, i] * x[r, i] for r < n_rows.   x: [n_rows, n_in]   y: [n_rows, n_out]
 void matmul(const WeightView& w, const float* x, int64_t n_rows, float* y, ThreadPool& pool);
 
+// Several products of the same activations x with weights of the same row length (q, k, v; or
+// gate, up): y[k] = x . w[k]^T for each k, in one parallel pass with one synchronisation, and the
+// activations rounded once per packing format. Each output equals what matmul() gives, bit for bit.
+void matmul_group(const WeightView* const* w, float* const* y, int count, const float* x,
+                  int64_t n_rows, ThreadPool& pool);
+
 // Dequantizes row `r` of w into out[n_in] (embedding lookup).
 void weight_row(const WeightView& w, int64_t r, float* out);
 

@@ -147,9 +147,9 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
     for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.attn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
 
     // qkv matmuls with bias
-    matmul(L.wq, xn_.data(), n, q_.data(), pool);
-    matmul(L.wk, xn_.data(), n, k_.data(), pool);
-    matmul(L.wv, xn_.data(), n, v_.data(), pool);
+    const WeightView* qkv_w[] = {&L.wq, &L.wk, &L.wv};
+    float* qkv_y[] = {q_.data(), k_.data(), v_.data()};
+    matmul_group(qkv_w, qkv_y, 3, xn_.data(), n, pool);
     for (int64_t r = 0; r < n; ++r) {
       add_inplace(&q_[r * q_dim], L.bq, q_dim);
       add_inplace(&k_[r * kv_dim], L.bk, kv_dim);
@@ -180,8 +180,9 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
 
     // ffn rmsnorm, SwiGLU, down projection and residual
     for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.ffn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
-    matmul(L.w_gate, xn_.data(), n, gate_.data(), pool);
-    matmul(L.w_up, xn_.data(), n, up_.data(), pool);
+    const WeightView* ffn_w[] = {&L.w_gate, &L.w_up};
+    float* ffn_y[] = {gate_.data(), up_.data()};
+    matmul_group(ffn_w, ffn_y, 2, xn_.data(), n, pool);
     swiglu(gate_.data(), up_.data(), n * c.n_ff, gate_.data());
     matmul(L.w_down, gate_.data(), n, proj_.data(), pool);
     add_inplace(x_.data(), proj_.data(), n * c.n_embd);
