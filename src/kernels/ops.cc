@@ -39,17 +39,6 @@ void rope_neox(float* v, int64_t head_dim, const float* cos_t, const float* sin_
   }
 }
 
-void softmax(float* x, int64_t n) {
-  const float mx = *std::max_element(x, x + n);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
-
 void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   swiglu_ggml(gate, up, n, out);  // llama.cpp's exp approximation: see ggml_math.h
 }

@@ -18,9 +18,6 @@ void rope_table(int32_t pos, int64_t head_dim, float theta, float* cos_out, floa
 // element i + head_dim/2 by the angle of pair i (a rope_table).
 void rope_neox(float* v, int64_t head_dim, const float* cos_t, const float* sin_t);
 
-// In-place softmax over n values.
-void softmax(float* x, int64_t n);
-
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
 
