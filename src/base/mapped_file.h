@@ -32,4 +32,8 @@ class MappedFile {
   std::string path_;
 };
 
+// Drops the whole pages inside [p, p + n) of a read-only file mapping from this process's resident
+// memory (madvise MADV_DONTNEED): the file stays in the page cache, and a later read maps it again.
+void release_pages(const void* p, size_t n);
+
 }  // namespace ponder

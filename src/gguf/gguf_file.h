@@ -43,6 +43,8 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return size_; }
+  // True when the bytes are a memory map of the file (open), false for parse's in-memory image.
+  bool is_mapped() const { return map_.data() != nullptr; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }

@@ -1,6 +1,7 @@
 #include "kernels/kernel_table.h"
 
 #include "kernels/dot_ggml_order.h"
+#include "kernels/interleave.h"
 #include "kernels/x86/x86_kernels.h"
 
 namespace ponder {
@@ -51,6 +52,24 @@ constexpr MatmulKernel kScalarKernels[] = {
     scalar_kernel<GgmlType::Q6_K>("q6_K_scalar"),
 };
 
+// The x16 order on ggml-layout rows (Q8_K activations), the reference of the x16 SIMD kernels.
+template <float (*kDot)(const void*, const void*, int64_t)>
+void scalar_x16_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                     int64_t o_end, float* y, int64_t y_stride) {
+  const int64_t x_bytes = scalar_packed_row_bytes<GgmlType::Q4_K>(w.n_in);
+  const uint8_t* x = static_cast<const uint8_t*>(xp);
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] = kDot(w.row(o), x + r * x_bytes, w.n_in);
+  }
+}
+
+constexpr MatmulKernel kScalarX16Kernels[] = {
+    {GgmlType::Q4_K, Isa::kScalar, "q4_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q4_K>,
+     scalar_pack_row<GgmlType::Q4_K>, scalar_x16_gemm<dot_q4_K_x16_order>, true},
+    {GgmlType::Q6_K, Isa::kScalar, "q6_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q6_K>,
+     scalar_pack_row<GgmlType::Q6_K>, scalar_x16_gemm<dot_q6_K_x16_order>, true},
+};
+
 const MatmulKernel* scalar_matmul_kernel(GgmlType type) {
   for (const MatmulKernel& k : kScalarKernels) {
     if (k.type == type) return &k;
@@ -75,6 +94,23 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
 
 const MatmulKernel* active_matmul_kernel(GgmlType type) {
   return find_matmul_kernel(type, active_isa());
+}
+
+const MatmulKernel* find_x16_matmul_kernel(GgmlType type, Isa isa) {
+#if PONDER_X86_KERNELS
+  if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && cpu_features().avx512vnni) {
+    if (const MatmulKernel* k = avx512_x16_matmul_kernel(type)) return k;
+  }
+#endif
+  for (const MatmulKernel& k : kScalarX16Kernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+bool x16_kernel_available(GgmlType type) {
+  const MatmulKernel* k = find_x16_matmul_kernel(type, active_isa());
+  return k != nullptr && k->isa != Isa::kScalar;
 }
 
 }  // namespace ponder

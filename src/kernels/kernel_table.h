@@ -29,6 +29,9 @@ struct MatmulKernel {
   // xp holds n_rows packed rows back to back.
   void (*gemm)(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
                float* y, int64_t y_stride);
+  // True for the kernels of the x16 order (kernels/interleave.h). Their SIMD gemm reads w.x16 and
+  // needs o_begin and o_end to be multiples of 16; the scalar one reads the ggml rows.
+  bool x16 = false;
 };
 
 // The best kernel for weights of `type` at most `isa` can run (AVX-512 kernels also need VNNI,
@@ -38,5 +41,13 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 
 // The same for the ISA the process runs with (active_isa(), PONDER_ISA).
 const MatmulKernel* active_matmul_kernel(GgmlType type);
+
+// The x16-order kernel for `type` at most `isa` can run: the SIMD one that reads the x16 layout,
+// or (with no such SIMD kernel) the scalar one; nullptr if the type has no x16 layout.
+const MatmulKernel* find_x16_matmul_kernel(GgmlType type, Isa isa);
+
+// Whether this CPU (active_isa()) has a SIMD kernel for weights of `type` in the x16 layout: only
+// then is it worth making the x16 copy at load time.
+bool x16_kernel_available(GgmlType type);
 
 }  // namespace ponder

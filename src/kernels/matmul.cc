@@ -33,6 +33,12 @@ void pack_rows(const MatmulKernel& kernel, const float* x, int64_t n_rows, int64
   });
 }
 
+// The x16 kernel when w has its x16 copy, else the kernel for its ggml layout.
+const MatmulKernel* kernel_for(const WeightView& w) {
+  if (w.x16 != nullptr) return find_x16_matmul_kernel(w.type, active_isa());
+  return active_matmul_kernel(w.type);
+}
+
 }  // namespace
 
 void weight_row(const WeightView& w, int64_t r, float* out) {
@@ -43,7 +49,7 @@ void weight_row(const WeightView& w, int64_t r, float* out) {
 // every output is one row dot in llama.cpp's float order (dot_ggml_order.h explains why), computed
 // by the kernel of kernel_table.h for this CPU (SIMD kernels give bitwise the scalar results).
 void matmul(const WeightView& w, const float* x, int64_t n_rows, float* y, ThreadPool& pool) {
-  const MatmulKernel* kernel = active_matmul_kernel(w.type);
+  const MatmulKernel* kernel = kernel_for(w);
   if (kernel == nullptr) {  // weights stored as an activation type (Q8_K...)
     std::vector<float> wf(static_cast<size_t>(w.n_in * w.n_out));
     for (int64_t o = 0; o < w.n_out; ++o) weight_row(w, o, wf.data() + o * w.n_in);
@@ -66,7 +72,7 @@ void matmul_group(const WeightView* const* w, float* const* y, int count, const 
   const uint8_t* packed[kMax];
   bool ok = count <= kMax;
   for (int k = 0; ok && k < count; ++k) {
-    kernels[k] = active_matmul_kernel(w[k]->type);
+    kernels[k] = kernel_for(*w[k]);
     ok = kernels[k] != nullptr && w[k]->n_in == w[0]->n_in && w[k]->n_out % 16 == 0;
   }
   if (!ok) {  // unusual shapes or types: one product at a time

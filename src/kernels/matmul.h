@@ -18,6 +18,10 @@ struct WeightView {
   const void* data = nullptr;
   int64_t n_in = 0;   // row length (ggml ne[0])
   int64_t n_out = 0;  // number of rows (ggml ne[1])
+  // The rows interleaved in groups of 16 (kernels/interleave.h), made at load time when this CPU
+  // has a kernel for that layout; matmul() then uses it and the x16 float order. `data` stays
+  // valid for row lookups.
+  const void* x16 = nullptr;
   int64_t row_bytes() const { return ggml_row_bytes(type, n_in); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
 };

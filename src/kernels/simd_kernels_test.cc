@@ -12,6 +12,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/dot_ggml_order.h"
+#include "kernels/interleave.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "quant/blocks.h"
@@ -196,6 +197,92 @@ std::vector<Case> all_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases()), case_name);
+
+// --- x16 layout kernels (kernels/interleave.h) ---------------------------------------------------
+
+class X16KernelTest : public testing::TestWithParam<GgmlType> {};
+
+// The x16 copy of w, 64-byte aligned.
+AlignedBuffer interleaved(WeightView& w) {
+  AlignedBuffer buf(x16_bytes(w));
+  x16_interleave(w, 0, w.n_out / kX16Rows, buf.data());
+  return buf;
+}
+
+TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
+  const MatmulKernel* k = find_x16_matmul_kernel(GetParam(), active_isa());
+  if (k == nullptr || k->isa == Isa::kScalar) GTEST_SKIP() << "no x16 SIMD kernel on this CPU";
+  const MatmulKernel* ref = find_x16_matmul_kernel(GetParam(), Isa::kScalar);
+  ASSERT_NE(ref, nullptr);
+  ASSERT_TRUE(ref->x16 && k->x16);
+  std::mt19937 rng(5 + static_cast<unsigned>(GetParam()));
+  struct Shape {
+    int64_t n_in, n_out, n_rows;
+  };
+  for (const Shape& s : std::vector<Shape>{{256, 16, 1}, {256, 48, 5}, {1536, 32, 1},
+                                           {1536, 64, 9}, {512, 16, 4}, {8960, 16, 3},
+                                           {2304, 32, 13}}) {
+    SCOPED_TRACE(testing::Message()
+                 << "n_in " << s.n_in << " n_out " << s.n_out << " n_rows " << s.n_rows);
+    const std::vector<uint8_t> wq = random_weights(GetParam(), s.n_in, s.n_out, rng);
+    WeightView w{GetParam(), wq.data(), s.n_in, s.n_out};
+    ASSERT_TRUE(x16_supported(w.type, w.n_out, w.n_in));
+    AlignedBuffer x16 = interleaved(w);
+    w.x16 = x16.data();
+    const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
+    std::vector<float> y_ref(static_cast<size_t>(s.n_rows * s.n_out), NAN);
+    std::vector<float> y(y_ref.size(), NAN);
+    run_kernel(*ref, w, x.data(), s.n_rows, 0, s.n_out, y_ref.data());
+    run_kernel(*k, w, x.data(), s.n_rows, 0, s.n_out, y.data());
+    for (size_t e = 0; e < y.size(); ++e) {
+      ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
+          << "row " << e / s.n_out << " out " << e % s.n_out << ": " << y[e] << " vs " << y_ref[e];
+    }
+    // Output ranges in groups of 16, as matmul() splits them; and each row alone.
+    std::vector<float> y_split(y.size(), NAN);
+    for (int64_t o = 0; o < s.n_out; o += kX16Rows)
+      run_kernel(*k, w, x.data(), s.n_rows, o, o + kX16Rows, y_split.data());
+    EXPECT_EQ(std::memcmp(y_split.data(), y.data(), y.size() * sizeof(float)), 0);
+    for (int64_t r = 0; r < s.n_rows; ++r) {
+      std::vector<float> y_alone(static_cast<size_t>(s.n_out));
+      run_kernel(*k, w, x.data() + r * s.n_in, 1, 0, s.n_out, y_alone.data());
+      EXPECT_EQ(std::memcmp(y_alone.data(), y.data() + r * s.n_out, s.n_out * sizeof(float)), 0)
+          << "row " << r;
+    }
+  }
+}
+
+// The x16 order is the same sum as llama.cpp's order, rounded differently: both stay within a few
+// float roundings of the dot computed in double from the dequantized values.
+TEST_P(X16KernelTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
+  std::mt19937 rng(17);
+  const int64_t n_in = 4096;
+  const std::vector<uint8_t> wq = random_weights(GetParam(), n_in, 8, rng);
+  const std::vector<float> x = random_activations(n_in, 1, rng);
+  std::vector<uint8_t> xq(static_cast<size_t>(ggml_row_bytes(GgmlType::Q8_K, n_in)));
+  quantize_activation_row(GgmlType::Q8_K, x.data(), xq.data(), n_in);
+  std::vector<float> xd(static_cast<size_t>(n_in)), wd(static_cast<size_t>(n_in));
+  dequantize_row(GgmlType::Q8_K, xq.data(), xd.data(), n_in);
+  const int64_t row_bytes = ggml_row_bytes(GetParam(), n_in);
+  const auto x16_dot = GetParam() == GgmlType::Q4_K ? dot_q4_K_x16_order : dot_q6_K_x16_order;
+  for (int64_t o = 0; o < 8; ++o) {
+    const uint8_t* row = wq.data() + o * row_bytes;
+    dequantize_row(GetParam(), row, wd.data(), n_in);
+    double exact = 0.0, magnitude = 0.0;
+    for (int64_t i = 0; i < n_in; ++i) {
+      exact += static_cast<double>(wd[i]) * xd[i];
+      magnitude += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+    }
+    const double tol = 1e-5 * magnitude;
+    EXPECT_NEAR(x16_dot(row, xq.data(), n_in), exact, tol) << "row " << o;
+    EXPECT_NEAR(row_dot_function(GetParam())(row, xq.data(), n_in), exact, tol) << "row " << o;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const testing::TestParamInfo<GgmlType>& info) {
+                           return std::string(ggml_type_name(info.param));
+                         });
 
 TEST(KernelTableTest, FallsBackToScalarAndKnowsNoDotTypes) {
   const MatmulKernel* k = find_matmul_kernel(GgmlType::Q5_1, Isa::kAvx512);

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "cpu/topology.h"
 
 #include "kernels/attention_kernels.h"
 #include "kernels/dot_ggml_order.h"
@@ -16,10 +20,21 @@ namespace {
 constexpr int64_t kAttnPad = 64;
 }  // namespace
 
-Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file) {
+Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, bool x16,
+                                                      int threads) {
   PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
   PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
-  return std::unique_ptr<Qwen2Model>(new Qwen2Model(std::move(config), std::move(weights)));
+  std::unique_ptr<Qwen2Model> model(new Qwen2Model(std::move(config), std::move(weights)));
+  if (x16) {
+    ThreadPool pool(threads > 0 ? threads : cpu_topology().default_threads());
+    model->x16_bytes_ = model->weights_.make_x16_copies(pool, file.is_mapped());
+  }
+  return model;
+}
+
+bool Qwen2Model::x16_default() {
+  const char* env = std::getenv("PONDER_X16");
+  return env == nullptr || std::string_view(env) != "0";
 }
 
 KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {

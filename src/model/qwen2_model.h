@@ -21,8 +21,15 @@ namespace ponder {
 
 class Qwen2Model {
  public:
-  // Binds the weights of `file`, which must outlive the model.
-  static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file);
+  // Binds the weights of `file`, which must outlive the model. With x16 (the default unless the
+  // environment sets PONDER_X16=0), matrices this CPU has x16 kernels for are copied into that
+  // layout (kernels/interleave.h) using `threads` threads.
+  static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file, bool x16 = x16_default(),
+                                                    int threads = 0);
+  // False when PONDER_X16=0: the ggml-layout kernels and llama.cpp's float order everywhere.
+  static bool x16_default();
+  // Bytes of the x16 copies made at load.
+  int64_t x16_copy_bytes() const { return x16_bytes_; }
 
   const Qwen2Config& config() const { return config_; }
   const Qwen2Weights& weights() const { return weights_; }
@@ -43,6 +50,7 @@ class Qwen2Model {
 
   Qwen2Config config_;
   Qwen2Weights weights_;
+  int64_t x16_bytes_ = 0;
 
   // Activations, grown to the largest batch seen; no allocation in steady state.
   int64_t capacity_ = 0;

@@ -2,6 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
+
+#include "base/mapped_file.h"
+#include "kernels/interleave.h"
+#include "kernels/kernel_table.h"
+
 namespace ponder {
 namespace {
 
@@ -82,6 +88,38 @@ Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Confi
     PONDER_ASSIGN_OR_RETURN(l.w_down, b.matrix(name("ffn_down.weight"), c.n_embd, c.n_ff));
   }
   return w;
+}
+
+}  // namespace ponder
+
+namespace ponder {
+
+int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages) {
+  std::vector<WeightView*> views = {&output};
+  for (Qwen2Layer& l : layers) {
+    for (WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      views.push_back(v);
+  }
+  int64_t total = 0;
+  for (WeightView* v : views) {
+    if (v->x16 != nullptr || !x16_supported(v->type, v->n_out, v->n_in) ||
+        !x16_kernel_available(v->type))
+      continue;
+    const int64_t bytes = x16_bytes(*v);
+    uint8_t* dst = static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
+    if (dst == nullptr) continue;  // out of memory: this matrix keeps the ggml-layout kernels
+    x16_storage_.emplace_back(dst);
+    const WeightView src = *v;
+    pool.parallel_for(src.n_out / kX16Rows, 1, [&](int64_t g_begin, int64_t g_end) {
+      x16_interleave(src, g_begin, g_end, dst);
+    });
+    v->x16 = dst;
+    // The output matrix may be the embedding too (tied), whose rows are still looked up.
+    if (release_file_pages && !(tied_output && v == &output))
+      release_pages(src.data, src.row_bytes() * src.n_out);
+    total += bytes;
+  }
+  return total;
 }
 
 }  // namespace ponder

@@ -4,9 +4,12 @@
 // Depends on gguf, kernels (WeightView) and model/qwen2_config.h.
 #pragma once
 
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 #include "model/qwen2_config.h"
@@ -36,6 +39,18 @@ struct Qwen2Weights {
   std::vector<Qwen2Layer> layers;
 
   static Expected<Qwen2Weights> bind(const GgufFile& file, const Qwen2Config& config);
+
+  // Makes the x16 copy (kernels/interleave.h) of every matrix this CPU has an x16 kernel for, in
+  // parallel on `pool`. With release_file_pages (weights in a memory-mapped file only) the copied
+  // ranges of the file leave the process's resident memory (they stay in the page cache and come
+  // back if read). Returns the bytes copied.
+  int64_t make_x16_copies(ThreadPool& pool, bool release_file_pages);
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> x16_storage_;
 };
 
 }  // namespace ponder

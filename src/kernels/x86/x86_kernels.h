@@ -12,5 +12,7 @@ namespace ponder {
 const MatmulKernel* avx2_matmul_kernel(GgmlType type);
 // AVX-512 F/BW/VL/DQ + VNNI kernels for `type`, or nullptr.
 const MatmulKernel* avx512_matmul_kernel(GgmlType type);
+// AVX-512 VNNI kernels for weights in the x16 layout (kernels/interleave.h), or nullptr.
+const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type);
 
 }  // namespace ponder

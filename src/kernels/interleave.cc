@@ -1,0 +1,137 @@
+#include "kernels/interleave.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "quant/half.h"
+#include "quant/quant_rows.h"
+
+namespace ponder {
+namespace {
+
+// The 6-bit codes (0..63) of one Q6_K super-block, element order.
+void q6_K_codes(const BlockQ6_K& b, uint8_t q[kQK_K]) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    uint8_t* out = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+      out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+void interleave_q4_K(const BlockQ4_K* const rows[kX16Rows], int64_t b, BlockQ4KX16& out) {
+  for (int j = 0; j < kX16Rows; ++j) {
+    const BlockQ4_K& in = rows[j][b];
+    for (int p = 0; p < 4; ++p) {
+      for (int k = 0; k < 8; ++k) std::memcpy(out.qs[p][k][j], in.qs + 32 * p + 4 * k, 4);
+    }
+    for (int c = 0; c < 8; ++c) {
+      uint8_t sc, m;
+      get_scale_min_k4(c, in.scales, &sc, &m);
+      out.scales[c][j] = sc;
+      out.mins[c / 2][j][c % 2] = m;
+    }
+    out.d[j] = in.d;
+    out.dmin[j] = in.dmin;
+  }
+}
+
+void interleave_q6_K(const BlockQ6_K* const rows[kX16Rows], int64_t b, BlockQ6KX16& out) {
+  for (int j = 0; j < kX16Rows; ++j) {
+    const BlockQ6_K& in = rows[j][b];
+    uint8_t q[kQK_K];
+    q6_K_codes(in, q);
+    for (int s = 0; s < 16; ++s) {
+      for (int v = 0; v < 3; ++v) {
+        for (int t = 0; t < 4; ++t) {
+          const int top = (q[16 * s + 12 + t] >> (2 * v)) & 3;
+          out.q[s][v][j][t] = static_cast<uint8_t>(q[16 * s + 4 * v + t] | (top << 6));
+        }
+      }
+      out.scales[s][j] = in.scales[s];
+    }
+    out.d[j] = fp16_to_fp32(in.d);
+  }
+}
+
+template <class In, class Out, class Fn>
+void interleave_groups(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst, Fn fn) {
+  const int64_t nb = w.n_in / kQK_K;
+  Out* out = reinterpret_cast<Out*>(dst);
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    const In* rows[kX16Rows];
+    for (int j = 0; j < kX16Rows; ++j)
+      rows[j] = reinterpret_cast<const In*>(w.row(g * kX16Rows + j));
+    for (int64_t b = 0; b < nb; ++b) fn(rows, b, out[g * nb + b]);
+  }
+}
+
+}  // namespace
+
+bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in) {
+  return (type == GgmlType::Q4_K || type == GgmlType::Q6_K) && n_out > 0 &&
+         n_out % kX16Rows == 0 && n_in > 0 && n_in % kQK_K == 0;
+}
+
+int64_t x16_bytes(const WeightView& w) {
+  const int64_t blocks = w.n_out / kX16Rows * (w.n_in / kQK_K);
+  const int64_t block_bytes = w.type == GgmlType::Q4_K ? static_cast<int64_t>(sizeof(BlockQ4KX16))
+                                                       : static_cast<int64_t>(sizeof(BlockQ6KX16));
+  return blocks * block_bytes;
+}
+
+void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst) {
+  if (w.type == GgmlType::Q4_K) {
+    interleave_groups<BlockQ4_K, BlockQ4KX16>(w, g_begin, g_end, dst, interleave_q4_K);
+  } else {
+    interleave_groups<BlockQ6_K, BlockQ6KX16>(w, g_begin, g_end, dst, interleave_q6_K);
+  }
+}
+
+float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ4_K* w = static_cast<const BlockQ4_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc = 0.0f, accm = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int32_t t = 0, m_sum = 0;
+    for (int c = 0; c < 8; ++c) {
+      uint8_t sc, m;
+      get_scale_min_k4(c, w[b].scales, &sc, &m);
+      const uint8_t* q = w[b].qs + 32 * (c / 2);
+      const int shift = 4 * (c % 2);
+      const int8_t* xq = x[b].qs + 32 * c;
+      int32_t s = 0;
+      for (int i = 0; i < 32; ++i) s += ((q[i] >> shift) & 0xF) * xq[i];
+      t += sc * s;
+      m_sum += m * (x[b].bsums[2 * c] + x[b].bsums[2 * c + 1]);
+    }
+    acc = std::fma(fp16_to_fp32(w[b].d) * x[b].d, static_cast<float>(t), acc);
+    accm = std::fma(fp16_to_fp32(w[b].dmin) * x[b].d, static_cast<float>(m_sum), accm);
+  }
+  return acc - accm;
+}
+
+float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ6_K* w = static_cast<const BlockQ6_K*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint8_t q[kQK_K];
+    q6_K_codes(w[b], q);
+    int32_t t = 0;
+    for (int s = 0; s < 16; ++s) {
+      int32_t sum = -32 * x[b].bsums[s];
+      for (int i = 16 * s; i < 16 * s + 16; ++i) sum += q[i] * x[b].qs[i];
+      t += w[b].scales[s] * sum;
+    }
+    acc = std::fma(fp16_to_fp32(w[b].d) * x[b].d, static_cast<float>(t), acc);
+  }
+  return acc;
+}
+
+}  // namespace ponder

@@ -1,0 +1,238 @@
+// AVX-512 VNNI kernels for weights in the x16 layouts (kernels/interleave.h): 16 rows at a time,
+// one 32-bit lane per row. vpdpbusd multiplies 4 weight bytes of each row (unsigned codes) with 4
+// broadcast activation bytes; a sub-block's vectors accumulate into one register whose lanes are
+// then the rows' exact integer sub-block sums, scaled by vpmulld with the rows' scales. Per
+// super-block one fused multiply-add per row (and one for Q4_K's mins), as the x16 order says, so
+// results are bitwise those of dot_q4_K_x16_order / dot_q6_K_x16_order for any batch size.
+// Activation rows are packed once (ActX16) with what the inner loop wants precomputed.
+// Compiled with AVX-512 flags; see x86/tile_driver.h for why nothing here is inline-shared.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/interleave.h"
+#include "kernels/x86/x86_kernels.h"
+#include "quant/blocks.h"
+
+namespace ponder {
+namespace {
+
+#include "kernels/x86/q8_quantize_avx2.h"
+
+// One super-block of a packed activation row: the Q8_K quants and scale, -32 * each sum of 16
+// quants (the start value of a Q6_K sub-block, undoing its codes' offset of 32) and the sums of
+// 32 quants paired as Q4_K's mins are (pair p: sub-blocks 2p, 2p + 1 in one 32-bit word).
+struct alignas(64) ActX16 {
+  int8_t qs[kQK_K];
+  int32_t q6_start[16];
+  int16_t sums32[8];
+  float d;
+};
+static_assert(sizeof(ActX16) == 384);
+
+int64_t packed_row_bytes(int64_t n_in) {
+  return n_in / kQK_K * static_cast<int64_t>(sizeof(ActX16));
+}
+
+void pack_row(const float* x, void* dst, int64_t n_in) {
+  ActX16* a = static_cast<ActX16*>(dst);
+  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+    BlockQ8_K q;
+    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
+    std::memcpy(a[b].qs, q.qs, kQK_K);
+    for (int s = 0; s < 16; ++s) a[b].q6_start[s] = -32 * q.bsums[s];
+    for (int c = 0; c < 8; ++c)
+      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
+    a[b].d = q.d;
+  }
+}
+
+// The 4 activation bytes at x as one 32-bit value in every lane.
+__m512i bcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return _mm512_set1_epi32(v);
+}
+
+__m512i load64(const void* p) { return _mm512_load_si512(p); }
+
+// --- Q4_K --------------------------------------------------------------------------------------
+
+// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16.
+template <int R>
+void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[R], accm[R];
+  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4KX16& wb = w[b];
+    __m512i t[R], m[R];
+    for (int r = 0; r < R; ++r) t[r] = m[r] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i s_lo[R], s_hi[R];
+      for (int r = 0; r < R; ++r) s_lo[r] = s_hi[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i raw = load64(wb.qs[p][k]);
+        const __m512i lo = _mm512_and_si512(raw, m4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const int8_t* xq = x[r][b].qs + 64 * p + 4 * k;
+          s_lo[r] = _mm512_dpbusd_epi32(s_lo[r], lo, bcast4(xq));
+          s_hi[r] = _mm512_dpbusd_epi32(s_hi[r], hi, bcast4(xq + 32));
+        }
+      }
+      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(
+          reinterpret_cast<const __m128i*>(wb.scales[2 * p])));
+      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(
+          reinterpret_cast<const __m128i*>(wb.scales[2 * p + 1])));
+      const __m512i mins = _mm512_cvtepu8_epi16(
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        t[r] = _mm512_add_epi32(t[r], _mm512_add_epi32(_mm512_mullo_epi32(s_lo[r], sc_lo),
+                                                       _mm512_mullo_epi32(s_hi[r], sc_hi)));
+        int32_t pair;
+        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
+        m[r] = _mm512_dpwssd_epi32(m[r], mins, _mm512_set1_epi32(pair));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
+    const __m512 dmin =
+        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(x[r][b].d);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m[r]), accm[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
+}
+
+// --- Q6_K --------------------------------------------------------------------------------------
+
+template <int R>
+void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m512i m6 = _mm512_set1_epi8(0x3F);
+  const __m512i m2 = _mm512_set1_epi8(0x03);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6KX16& wb = w[b];
+    __m512i t[R];
+    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int s = 0; s < 16; ++s) {
+      const __m512i r0 = load64(wb.q[s][0]);
+      const __m512i r1 = load64(wb.q[s][1]);
+      const __m512i r2 = load64(wb.q[s][2]);
+      const __m512i v0 = _mm512_and_si512(r0, m6);
+      const __m512i v1 = _mm512_and_si512(r1, m6);
+      const __m512i v2 = _mm512_and_si512(r2, m6);
+      // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b : c)
+      const __m512i low4 = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6),
+                                                     _mm512_srli_epi16(r1, 4), 0xCA);
+      const __m512i v3 = _mm512_and_si512(
+          _mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
+      const __m512i sc = _mm512_cvtepi8_epi32(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* xq = x[r][b].qs + 16 * s;
+        __m512i sum = _mm512_set1_epi32(x[r][b].q6_start[s]);
+        sum = _mm512_dpbusd_epi32(sum, v0, bcast4(xq));
+        sum = _mm512_dpbusd_epi32(sum, v1, bcast4(xq + 4));
+        sum = _mm512_dpbusd_epi32(sum, v2, bcast4(xq + 8));
+        sum = _mm512_dpbusd_epi32(sum, v3, bcast4(xq + 12));
+        t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(sum, sc));
+      }
+    }
+    const __m512 d = _mm512_load_ps(wb.d);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(x[r][b].d);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+// --- driver ------------------------------------------------------------------------------------
+
+// Activation rows per pass over a group's weights (their unpacked vectors are reused this often).
+constexpr int kRows = 4;
+
+template <class Block, template <int> class Group>
+void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+              float* y, int64_t y_stride) {
+  const int64_t nb = w.n_in / kQK_K;
+  const Block* blocks = static_cast<const Block*>(w.x16);
+  const ActX16* x = static_cast<const ActX16*>(xp);
+  for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
+    const Block* wg = blocks + g * nb;
+    float* yg = y + g * kX16Rows;
+    for (int64_t r = 0; r < n_rows; r += kRows) {
+      const ActX16* rows[kRows];
+      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
+      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
+      float* yr = yg + r * y_stride;
+      switch (rr) {
+        case 4: Group<4>::run(wg, nb, rows, yr, y_stride); break;
+        case 3: Group<3>::run(wg, nb, rows, yr, y_stride); break;
+        case 2: Group<2>::run(wg, nb, rows, yr, y_stride); break;
+        default: Group<1>::run(wg, nb, rows, yr, y_stride); break;
+      }
+    }
+  }
+}
+
+template <int R>
+struct Q4KGroup {
+  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y,
+                  int64_t s) {
+    q4_K_group<R>(w, nb, x, y, s);
+  }
+};
+template <int R>
+struct Q6KGroup {
+  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
+                  int64_t s) {
+    q6_K_group<R>(w, nb, x, y, s);
+  }
+};
+
+void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ4KX16, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ6KX16, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+constexpr MatmulKernel kKernels[] = {
+    {GgmlType::Q4_K, Isa::kAvx512, "q4_K_x16_avx512", packed_row_bytes, pack_row, gemm_q4_K,
+     true},
+    {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K,
+     true},
+};
+
+}  // namespace
+
+const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type) {
+  for (const MatmulKernel& k : kKernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace ponder
