@@ -138,6 +138,38 @@ TEST(GgmlMath, ExpSiluSoftmax) {
   EXPECT_NEAR(y[36], 1.0, 1e-6);
 }
 
+// The 16-wide paths of swiglu_ggml and softmax_exp_sum_ggml (SIMD where the CPU has it) give, lane
+// by lane, the scalar expf_ggml / silu_ggml bits: over a dense sweep, the saturation limits, values
+// whose exp is subnormal, and signed zeros.
+TEST(GgmlMath, BlockPathsEqualScalarLanes) {
+  std::vector<float> x;
+  for (float v = -120.0f; v <= 120.0f; v += 0.00731f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -87.5f, -88.7f, -95.0f, -103.9f, 88.7f, 133.0f, 134.0f, -134.0f,
+                  1e-30f, -1e-30f, 3e38f, -3e38f})
+    x.push_back(v);
+  while (x.size() % 16 != 0) x.push_back(0.5f);
+  std::vector<float> up(x.size()), out(x.size()), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) up[i] = 0.25f + 0.001f * static_cast<float>(i % 97);
+  swiglu_ggml(x.data(), up.data(), static_cast<int64_t>(x.size()), out.data());
+  const float max = 1.5f;
+  const double sum = softmax_exp_sum_ggml(x.data(), max, static_cast<int64_t>(x.size()), y.data());
+  double ref_sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float silu = silu_ggml(x[i]) * up[i];
+    ASSERT_EQ(std::memcmp(&out[i], &silu, 4), 0) << "swiglu at " << x[i];
+    const float e = expf_ggml(x[i] - max);
+    ASSERT_EQ(std::memcmp(&y[i], &e, 4), 0) << "exp at " << x[i];
+    if (i % 16 == 15) {  // the reduce-add order of one block
+      const float* b = &y[i - 15];
+      float t8[8], t4[4];
+      for (int l = 0; l < 8; ++l) t8[l] = b[l + 8] + b[l];
+      for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
+      ref_sum += static_cast<double>((t4[0] + t4[2]) + (t4[1] + t4[3]));
+    }
+  }
+  EXPECT_EQ(sum, ref_sum);
+}
+
 // The activation quantizers: Q8_0 / Q8_1 round x * (127 / amax) to nearest even and store
 // d = f16(amax / 127); Q8_K stores d = 1 / (-127 / max) with max the signed value of largest
 // magnitude, and bsums.

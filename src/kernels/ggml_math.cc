@@ -2,6 +2,11 @@
 
 #include <cmath>
 
+#include "cpu/cpu_features.h"
+#if PONDER_X86_KERNELS
+#include "kernels/x86/ggml_math_x86.h"
+#endif
+
 namespace ponder {
 namespace {
 
@@ -32,15 +37,38 @@ float expf_ggml(float x) {
 
 float silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
 
+// Whether the AVX-512 blocks (bitwise the scalar ones) may run.
+bool use_avx512() {
+#if PONDER_X86_KERNELS
+  static const bool yes = active_isa() == Isa::kAvx512;
+  return yes;
+#else
+  return false;
+#endif
+}
+
 void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out) {
   const int64_t n16 = n & ~int64_t{15};
-  for (int64_t i = 0; i < n16; ++i) out[i] = silu_ggml(gate[i]) * up[i];
+#if PONDER_X86_KERNELS
+  if (use_avx512()) {
+    swiglu_blocks_avx512(gate, up, n16, out);
+  } else
+#endif
+  {
+    for (int64_t i = 0; i < n16; ++i) out[i] = silu_ggml(gate[i]) * up[i];
+  }
   for (int64_t i = n16; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
 double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y) {
   double sum = 0;
   int64_t i = 0;
+#if PONDER_X86_KERNELS
+  if (use_avx512()) {
+    i = n & ~int64_t{15};
+    sum = softmax_exp_blocks_avx512(x, max, i, y);
+  }
+#endif
   for (; i + 16 <= n; i += 16) {
     for (int l = 0; l < 16; ++l) y[i + l] = expf_ggml(x[i + l] - max);
     sum += static_cast<double>(reduce16(y + i));

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/interleave.h"
@@ -59,6 +60,18 @@ __m512i bcast4(const int8_t* x) {
 
 __m512i load64(const void* p) { return _mm512_load_si512(p); }
 
+// Software prefetch distance for the weight stream, in bytes (PONDER_X16_PREFETCH overrides it,
+// for measuring).
+int64_t prefetch_distance() {
+  static const int64_t d = [] {
+    const char* e = std::getenv("PONDER_X16_PREFETCH");
+    return e != nullptr ? std::atoll(e) : int64_t{4096};
+  }();
+  return d;
+}
+
+void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
 // --- Q4_K --------------------------------------------------------------------------------------
 
 // Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16.
@@ -68,8 +81,11 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[R], accm[R];
   for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
+  const int64_t ahead = prefetch_distance();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4KX16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + ahead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
     __m512i t[R], m[R];
     for (int r = 0; r < R; ++r) t[r] = m[r] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -78,6 +94,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m512i raw = load64(wb.qs[p][k]);
+        prefetch(pf + 512 * p + 64 * k);
         const __m512i lo = _mm512_and_si512(raw, m4);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
@@ -125,8 +142,11 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t ahead = prefetch_distance();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6KX16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + ahead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + 3072 + 64 * i);
     __m512i t[R];
     for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -134,6 +154,9 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
       const __m512i r0 = load64(wb.q[s][0]);
       const __m512i r1 = load64(wb.q[s][1]);
       const __m512i r2 = load64(wb.q[s][2]);
+      prefetch(pf + 192 * s);
+      prefetch(pf + 192 * s + 64);
+      prefetch(pf + 192 * s + 128);
       const __m512i v0 = _mm512_and_si512(r0, m6);
       const __m512i v1 = _mm512_and_si512(r1, m6);
       const __m512i v2 = _mm512_and_si512(r2, m6);

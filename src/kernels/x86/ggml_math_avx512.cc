@@ -1,0 +1,62 @@
+// ggml_v_expf's lanes as expf_ggml (ggml_math.cc) computes one of them: the same fused steps in the
+// same order, and _mm512_scalef_ps for the exact scaling by 2^n.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/x86/ggml_math_x86.h"
+
+namespace ponder {
+namespace {
+
+__m512 exp16(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 p = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
+  const __m512 j =
+      _mm512_fmadd_ps(p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 scaled = _mm512_scalef_ps(j, n);
+  // |n| > 192: 0 for n <= 0, inf above.
+  const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  const __mmask16 neg = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
+  const __m512 limit = _mm512_mask_blend_ps(neg, _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(big, scaled, limit);
+}
+
+// The scalar reduce16 order of ggml_math.cc (GCC's _mm512_reduce_add_ps).
+float reduce16(__m512 a) {
+  const __m256 t8 = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+  const __m128 s = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));  // (t0 + t2), (t1 + t3)
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+}  // namespace
+
+void swiglu_blocks_avx512(const float* gate, const float* up, int64_t n16, float* out) {
+  for (int64_t i = 0; i < n16; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
+  }
+}
+
+double softmax_exp_blocks_avx512(const float* x, float max, int64_t n16, float* y) {
+  double sum = 0;
+  const __m512 m = _mm512_set1_ps(max);
+  for (int64_t i = 0; i < n16; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+    _mm512_storeu_ps(y + i, e);
+    sum += static_cast<double>(reduce16(e));
+  }
+  return sum;
+}
+
+}  // namespace ponder
