@@ -59,9 +59,24 @@ void interleave_q6_K(const BlockQ6_K* const rows[kX16Rows], int64_t b, BlockQ6KX
   }
 }
 
+// Block pair b (elements 64b .. 64b + 63) of 16 rows.
+void interleave_q8_0(const BlockQ8_0* const rows[kX16Rows], int64_t b, BlockQ80X16& out) {
+  for (int j = 0; j < kX16Rows; ++j) {
+    for (int h = 0; h < 2; ++h) {
+      const BlockQ8_0& in = rows[j][2 * b + h];
+      for (int k = 0; k < 8; ++k) {
+        for (int t = 0; t < 4; ++t)
+          out.qs[h][k][j][t] = static_cast<uint8_t>(in.qs[4 * k + t] + 128);
+      }
+      out.d[h][j] = in.d;
+    }
+  }
+}
+
 template <class In, class Out, class Fn>
-void interleave_groups(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst, Fn fn) {
-  const int64_t nb = w.n_in / kQK_K;
+void interleave_groups(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst, Fn fn,
+                       int64_t block_elements = kQK_K) {
+  const int64_t nb = w.n_in / block_elements;
   Out* out = reinterpret_cast<Out*>(dst);
   for (int64_t g = g_begin; g < g_end; ++g) {
     const In* rows[kX16Rows];
@@ -74,22 +89,31 @@ void interleave_groups(const WeightView& w, int64_t g_begin, int64_t g_end, uint
 }  // namespace
 
 bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in) {
-  return (type == GgmlType::Q4_K || type == GgmlType::Q6_K) && n_out > 0 &&
-         n_out % kX16Rows == 0 && n_in > 0 && n_in % kQK_K == 0;
+  if (n_out <= 0 || n_out % kX16Rows != 0 || n_in <= 0) return false;
+  switch (type) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: return n_in % kQK_K == 0;
+    case GgmlType::Q8_0: return n_in % 64 == 0;
+    default: return false;
+  }
 }
 
 int64_t x16_bytes(const WeightView& w) {
-  const int64_t blocks = w.n_out / kX16Rows * (w.n_in / kQK_K);
-  const int64_t block_bytes = w.type == GgmlType::Q4_K ? static_cast<int64_t>(sizeof(BlockQ4KX16))
-                                                       : static_cast<int64_t>(sizeof(BlockQ6KX16));
-  return blocks * block_bytes;
+  const int64_t groups = w.n_out / kX16Rows;
+  switch (w.type) {
+    case GgmlType::Q4_K: return groups * (w.n_in / kQK_K) * static_cast<int64_t>(sizeof(BlockQ4KX16));
+    case GgmlType::Q6_K: return groups * (w.n_in / kQK_K) * static_cast<int64_t>(sizeof(BlockQ6KX16));
+    default: return groups * (w.n_in / 64) * static_cast<int64_t>(sizeof(BlockQ80X16));
+  }
 }
 
 void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst) {
   if (w.type == GgmlType::Q4_K) {
     interleave_groups<BlockQ4_K, BlockQ4KX16>(w, g_begin, g_end, dst, interleave_q4_K);
-  } else {
+  } else if (w.type == GgmlType::Q6_K) {
     interleave_groups<BlockQ6_K, BlockQ6KX16>(w, g_begin, g_end, dst, interleave_q6_K);
+  } else {
+    interleave_groups<BlockQ8_0, BlockQ80X16>(w, g_begin, g_end, dst, interleave_q8_0, 64);
   }
 }
 
@@ -130,6 +154,18 @@ float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
       t += w[b].scales[s] * sum;
     }
     acc = std::fma(fp16_to_fp32(w[b].d) * x[b].d, static_cast<float>(t), acc);
+  }
+  return acc;
+}
+
+float dot_q8_0_x16_order(const void* w_row, const void* x_row, int64_t n) {
+  const BlockQ8_0* w = static_cast<const BlockQ8_0*>(w_row);
+  const BlockQ8_0* x = static_cast<const BlockQ8_0*>(x_row);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < kQK; ++i) s += w[b].qs[i] * x[b].qs[i];
+    acc = std::fma(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), static_cast<float>(s), acc);
   }
   return acc;
 }

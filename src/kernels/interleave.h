@@ -17,6 +17,7 @@
 //         result = acc - accm
 //   Q6_K: T = sum_s sc[s] * (sum_{i in sub-block s} q[i] * x[i] - 32 * bsums[s])  (q in 0..63)
 //         acc = fma(d * dx, float(T), acc); result = acc
+//   Q8_0 (x rounded to Q8_0 per block of 32): acc = fma(d * dx, float(sum q[i] * x[i]), acc)
 // This is not llama.cpp's float order (8 float lanes per super-block): it rounds fewer times, and
 // moves the tiny golden models' logits within their thresholds (docs/numerics.md has the figures).
 // Every batch size uses it, so a row's result never depends on its batch.
@@ -56,7 +57,15 @@ struct BlockQ6KX16 {
 };
 static_assert(sizeof(BlockQ6KX16) == 3392 && sizeof(BlockQ6KX16) % 64 == 0);
 
-// Whether weights of this type and shape have an x16 layout (Q4_K, Q6_K; n_out a multiple of 16).
+// Two blocks (64 elements) of 16 Q8_0 rows; 1088 bytes (34 per row, as in ggml).
+struct BlockQ80X16 {
+  uint8_t qs[2][8][kX16Rows][4];  // [block][k][row][t]: code of element 32 * block + 4k + t, + 128
+  uint16_t d[2][kX16Rows];        // f16
+};
+static_assert(sizeof(BlockQ80X16) == 1088 && sizeof(BlockQ80X16) % 64 == 0);
+
+// Whether weights of this type and shape have an x16 layout (Q4_K, Q6_K, Q8_0; n_out a multiple
+// of 16, n_in of 256 or, for Q8_0, 64).
 bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in);
 
 // Bytes of the x16 copy of w (a multiple of 64).
@@ -69,5 +78,7 @@ void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t
 // The scalar x16-order dots of a ggml-layout weight row with a Q8_K activation row.
 float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n);
 float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n);
+// The same for Q8_0 weights and a Q8_0 activation row.
+float dot_q8_0_x16_order(const void* w_row, const void* x_row, int64_t n);
 
 }  // namespace ponder

@@ -53,10 +53,10 @@ constexpr MatmulKernel kScalarKernels[] = {
 };
 
 // The x16 order on ggml-layout rows (Q8_K activations), the reference of the x16 SIMD kernels.
-template <float (*kDot)(const void*, const void*, int64_t)>
+template <GgmlType kType, float (*kDot)(const void*, const void*, int64_t)>
 void scalar_x16_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                      int64_t o_end, float* y, int64_t y_stride) {
-  const int64_t x_bytes = scalar_packed_row_bytes<GgmlType::Q4_K>(w.n_in);
+  const int64_t x_bytes = scalar_packed_row_bytes<kType>(w.n_in);
   const uint8_t* x = static_cast<const uint8_t*>(xp);
   for (int64_t o = o_begin; o < o_end; ++o) {
     for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] = kDot(w.row(o), x + r * x_bytes, w.n_in);
@@ -65,9 +65,11 @@ void scalar_x16_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_
 
 constexpr MatmulKernel kScalarX16Kernels[] = {
     {GgmlType::Q4_K, Isa::kScalar, "q4_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q4_K>,
-     scalar_pack_row<GgmlType::Q4_K>, scalar_x16_gemm<dot_q4_K_x16_order>, true},
+     scalar_pack_row<GgmlType::Q4_K>, scalar_x16_gemm<GgmlType::Q4_K, dot_q4_K_x16_order>, true},
     {GgmlType::Q6_K, Isa::kScalar, "q6_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q6_K>,
-     scalar_pack_row<GgmlType::Q6_K>, scalar_x16_gemm<dot_q6_K_x16_order>, true},
+     scalar_pack_row<GgmlType::Q6_K>, scalar_x16_gemm<GgmlType::Q6_K, dot_q6_K_x16_order>, true},
+    {GgmlType::Q8_0, Isa::kScalar, "q8_0_x16_scalar", scalar_packed_row_bytes<GgmlType::Q8_0>,
+     scalar_pack_row<GgmlType::Q8_0>, scalar_x16_gemm<GgmlType::Q8_0, dot_q8_0_x16_order>, true},
 };
 
 const MatmulKernel* scalar_matmul_kernel(GgmlType type) {

@@ -259,12 +259,15 @@ TEST_P(X16KernelTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   const int64_t n_in = 4096;
   const std::vector<uint8_t> wq = random_weights(GetParam(), n_in, 8, rng);
   const std::vector<float> x = random_activations(n_in, 1, rng);
-  std::vector<uint8_t> xq(static_cast<size_t>(ggml_row_bytes(GgmlType::Q8_K, n_in)));
-  quantize_activation_row(GgmlType::Q8_K, x.data(), xq.data(), n_in);
+  const auto x16_dot = GetParam() == GgmlType::Q4_K   ? dot_q4_K_x16_order
+                       : GetParam() == GgmlType::Q6_K ? dot_q6_K_x16_order
+                                                      : dot_q8_0_x16_order;
+  const GgmlType at = dot_activation_type(GetParam());
+  std::vector<uint8_t> xq(static_cast<size_t>(ggml_row_bytes(at, n_in)));
+  quantize_activation_row(at, x.data(), xq.data(), n_in);
   std::vector<float> xd(static_cast<size_t>(n_in)), wd(static_cast<size_t>(n_in));
-  dequantize_row(GgmlType::Q8_K, xq.data(), xd.data(), n_in);
+  dequantize_row(at, xq.data(), xd.data(), n_in);
   const int64_t row_bytes = ggml_row_bytes(GetParam(), n_in);
-  const auto x16_dot = GetParam() == GgmlType::Q4_K ? dot_q4_K_x16_order : dot_q6_K_x16_order;
   for (int64_t o = 0; o < 8; ++o) {
     const uint8_t* row = wq.data() + o * row_bytes;
     dequantize_row(GetParam(), row, wd.data(), n_in);
@@ -279,7 +282,8 @@ TEST_P(X16KernelTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K),
+INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K,
+                                                         GgmlType::Q8_0),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });

@@ -74,7 +74,9 @@ void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HIN
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
-// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16.
+// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16. The
+// sub-blocks go one at a time (low nibbles of a pair, then high), so the R rows' sums take R
+// registers and each unpacked weight vector serves all R rows.
 template <int R>
 void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
@@ -86,47 +88,50 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
     const BlockQ4KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + ahead;
     for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
-    __m512i t[R], m[R];
-    for (int r = 0; r < R; ++r) t[r] = m[r] = _mm512_setzero_si512();
+    __m512i t[R];
+    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
-      __m512i s_lo[R], s_hi[R];
-      for (int r = 0; r < R; ++r) s_lo[r] = s_hi[r] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m512i s[R];
+        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const __m512i raw = load64(wb.qs[p][k]);
-        prefetch(pf + 512 * p + 64 * k);
-        const __m512i lo = _mm512_and_si512(raw, m4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+        for (int k = 0; k < 8; ++k) {
+          const __m512i raw = load64(wb.qs[p][k]);
+          if (h == 0) prefetch(pf + 512 * p + 64 * k);
+          const __m512i q =
+              _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const int8_t* xq = x[r][b].qs + 64 * p + 4 * k;
-          s_lo[r] = _mm512_dpbusd_epi32(s_lo[r], lo, bcast4(xq));
-          s_hi[r] = _mm512_dpbusd_epi32(s_hi[r], hi, bcast4(xq + 32));
+          for (int r = 0; r < R; ++r)
+            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
         }
-      }
-      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(
-          reinterpret_cast<const __m128i*>(wb.scales[2 * p])));
-      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(
-          reinterpret_cast<const __m128i*>(wb.scales[2 * p + 1])));
-      const __m512i mins = _mm512_cvtepu8_epi16(
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+        const __m512i sc = _mm512_cvtepu8_epi32(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[2 * p + h])));
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        t[r] = _mm512_add_epi32(t[r], _mm512_add_epi32(_mm512_mullo_epi32(s_lo[r], sc_lo),
-                                                       _mm512_mullo_epi32(s_hi[r], sc_hi)));
-        int32_t pair;
-        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
-        m[r] = _mm512_dpwssd_epi32(m[r], mins, _mm512_set1_epi32(pair));
+        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
       }
+    }
+    __m512i mins[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      mins[p] = _mm512_cvtepu8_epi16(
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+      __m512i m = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        int32_t pair;
+        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
+        m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
+      }
       const __m512 dx = _mm512_set1_ps(x[r][b].d);
       acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m[r]), accm[r]);
+      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
     }
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
@@ -188,26 +193,94 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
+// --- Q8_0 --------------------------------------------------------------------------------------
+
+// Two Q8_0 blocks of a packed activation row: the quants, -128 * each block's sum (the start value
+// undoing the weights' +128) and the scales as floats.
+struct alignas(64) ActX16Q80 {
+  int8_t qs[64];
+  int32_t start[2];
+  float d[2];
+};
+static_assert(sizeof(ActX16Q80) == 128);
+
+int64_t q8_0_packed_row_bytes(int64_t n_in) {
+  return n_in / 64 * static_cast<int64_t>(sizeof(ActX16Q80));
+}
+
+void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
+  ActX16Q80* a = static_cast<ActX16Q80*>(dst);
+  for (int64_t b = 0; b < n_in / kQK; ++b) {
+    BlockQ8_0 q;
+    quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
+    ActX16Q80& out = a[b / 2];
+    const int h = static_cast<int>(b % 2);
+    std::memcpy(out.qs + 32 * h, q.qs, kQK);
+    int32_t sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += q.qs[i];
+    out.start[h] = -128 * sum;
+    out.d[h] = _cvtsh_ss(q.d);
+  }
+}
+
+template <int R>
+void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
+                int64_t y_stride) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t ahead = prefetch_distance();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ80X16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + ahead;
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512i s[R];
+      for (int r = 0; r < R; ++r) s[r] = _mm512_set1_epi32(x[r][b].start[h]);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i q = load64(wb.qs[h][k]);
+        prefetch(pf + 512 * h + 64 * k);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+          s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * h + 4 * k));
+      }
+      const __m512 d =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d[h])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[r][b].d[h])),
+                                 _mm512_cvtepi32_ps(s[r]), acc[r]);
+      }
+    }
+    prefetch(pf + 1024);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
 // --- driver ------------------------------------------------------------------------------------
 
 // Activation rows per pass over a group's weights (their unpacked vectors are reused this often).
-constexpr int kRows = 4;
+constexpr int kRows = 8;
 
-template <class Block, template <int> class Group>
+template <class Block, class Act, int kBlockElements, template <int> class Group>
 void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
               float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kQK_K;
+  const int64_t nb = w.n_in / kBlockElements;
   const Block* blocks = static_cast<const Block*>(w.x16);
-  const ActX16* x = static_cast<const ActX16*>(xp);
+  const Act* x = static_cast<const Act*>(xp);
   for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
     const Block* wg = blocks + g * nb;
     float* yg = y + g * kX16Rows;
     for (int64_t r = 0; r < n_rows; r += kRows) {
-      const ActX16* rows[kRows];
+      const Act* rows[kRows];
       const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
       for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
       float* yr = yg + r * y_stride;
       switch (rr) {
+        case 8: Group<8>::run(wg, nb, rows, yr, y_stride); break;
+        case 7: Group<7>::run(wg, nb, rows, yr, y_stride); break;
+        case 6: Group<6>::run(wg, nb, rows, yr, y_stride); break;
+        case 5: Group<5>::run(wg, nb, rows, yr, y_stride); break;
         case 4: Group<4>::run(wg, nb, rows, yr, y_stride); break;
         case 3: Group<3>::run(wg, nb, rows, yr, y_stride); break;
         case 2: Group<2>::run(wg, nb, rows, yr, y_stride); break;
@@ -225,6 +298,13 @@ struct Q4KGroup {
   }
 };
 template <int R>
+struct Q80Group {
+  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
+                  int64_t s) {
+    q8_0_group<R>(w, nb, x, y, s);
+  }
+};
+template <int R>
 struct Q6KGroup {
   static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
                   int64_t s) {
@@ -234,12 +314,17 @@ struct Q6KGroup {
 
 void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                int64_t o_end, float* y, int64_t y_stride) {
-  gemm_x16<BlockQ4KX16, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+  gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ80X16, ActX16Q80, 64, Q80Group>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
 void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                int64_t o_end, float* y, int64_t y_stride) {
-  gemm_x16<BlockQ6KX16, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+  gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
 constexpr MatmulKernel kKernels[] = {
@@ -247,6 +332,8 @@ constexpr MatmulKernel kKernels[] = {
      true},
     {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K,
      true},
+    {GgmlType::Q8_0, Isa::kAvx512, "q8_0_x16_avx512", q8_0_packed_row_bytes, q8_0_pack_row,
+     gemm_q8_0, true},
 };
 
 }  // namespace
