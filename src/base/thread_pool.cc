@@ -101,12 +101,29 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n_chunks = (n + grain - 1) / grain;
-  run([&](int ti, int nt) {
-    const int64_t c0 = n_chunks * ti / nt;
-    const int64_t c1 = n_chunks * (ti + 1) / nt;
-    const int64_t begin = c0 * grain;
-    const int64_t end = std::min(n, c1 * grain);
-    if (begin < end) fn(begin, end);
+  constexpr int kSplit = 4;
+  if (n_threads_ == 1 || n_chunks < 2 * n_threads_) {
+    run([&](int ti, int nt) {
+      const int64_t c0 = n_chunks * ti / nt;
+      const int64_t c1 = n_chunks * (ti + 1) / nt;
+      const int64_t begin = c0 * grain;
+      const int64_t end = std::min(n, c1 * grain);
+      if (begin < end) fn(begin, end);
+    });
+    return;
+  }
+  // Pieces of about 1 / (kSplit * threads) of the work, taken in order by whichever thread is free:
+  // a thread slowed down (a busy core, a slower memory path) no longer holds the others at the end.
+  const int64_t piece = std::max<int64_t>(1, n_chunks / (static_cast<int64_t>(kSplit) * n_threads_));
+  std::atomic<int64_t> next{0};
+  run([&](int, int) {
+    for (;;) {
+      const int64_t c0 = next.fetch_add(piece, std::memory_order_relaxed);
+      if (c0 >= n_chunks) break;
+      const int64_t begin = c0 * grain;
+      const int64_t end = std::min(n, std::min(n_chunks, c0 + piece) * grain);
+      fn(begin, end);
+    }
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include "cpu/cpu_features.h"
 #include "kernels/dot_ggml_order.h"
+#include "quant/half.h"
 
 namespace ponder {
 
@@ -9,16 +10,24 @@ namespace ponder {
 float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n);
 void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                                    int64_t dim, float* out, float* scratch);
+void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n);
 #endif
 
+namespace {
+void scaled_to_f16(const float* x, float scale, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i] * scale);
+}
+}  // namespace
+
 const AttentionKernels& attention_kernels_scalar() {
-  static const AttentionKernels k{dot_f16_ggml, weighted_rows_f16_ggml};
+  static const AttentionKernels k{dot_f16_ggml, weighted_rows_f16_ggml, scaled_to_f16};
   return k;
 }
 
 const AttentionKernels* attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const AttentionKernels k{dot_f16_ggml_avx512, weighted_rows_f16_ggml_avx512};
+  static const AttentionKernels k{dot_f16_ggml_avx512, weighted_rows_f16_ggml_avx512,
+                                  scaled_to_f16_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

@@ -15,6 +15,8 @@ struct AttentionKernels {
   // weighted_rows_f16_ggml
   void (*weighted_rows_f16)(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                             int64_t dim, float* out, float* scratch);
+  // y[i] = f16(x[i] * scale), rounded to nearest even (fp32_to_fp16 of quant/half.h)
+  void (*scaled_to_f16)(const float* x, float scale, uint16_t* y, int64_t n);
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

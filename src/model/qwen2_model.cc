@@ -1,6 +1,7 @@
 #include "model/qwen2_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
@@ -107,14 +108,18 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
 
   const AttentionKernels& kern = attention_kernels();
   const int64_t n_tasks = n_rows * c.n_head;
-  pool.run([&](int ti, int nt) {
+  // Tasks handed out one at a time: later rows of a prompt attend over more positions, so a
+  // static split would leave one thread with most of the work.
+  std::atomic<int64_t> next_task{0};
+  pool.run([&](int ti, int) {
     float* sc = scores_.data() + per_thread * ti;                  // [max_pad]
     float* ex = sc + max_pad;                                      // [max_pad]
     uint16_t* probs = reinterpret_cast<uint16_t*>(ex + max_pad);   // [max_pad] f16
     uint16_t* qh = probs + max_pad;                                // [hd] f16
     float* acc = ex + max_pad + (max_pad + hd + 1) / 2;           // [64 * hd]
     const uint16_t** vrows = vrows_.data() + static_cast<size_t>(max_pad) * ti;  // [max_pad]
-    for (int64_t task = n_tasks * ti / nt; task < n_tasks * (ti + 1) / nt; ++task) {
+    for (int64_t task = next_task.fetch_add(1, std::memory_order_relaxed); task < n_tasks;
+         task = next_task.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t row = task / c.n_head;
       const int64_t h = task % c.n_head;
       const int64_t kvh = h / group;
@@ -123,14 +128,14 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
       const int64_t n_kv = r.pos + 1;
       const int64_t n_pad = (n_kv + kAttnPad - 1) / kAttnPad * kAttnPad;
       const float* q = &q_[row * c.n_head * hd + h * hd];
-      for (int64_t i = 0; i < hd; ++i) qh[i] = fp32_to_fp16(q[i]);
+      kern.scaled_to_f16(q, 1.0f, qh, hd);
       for (int64_t p = 0; p < n_kv; ++p) {
         sc[p] = kern.dot_f16(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh, hd) * scale;
       }
       std::fill(sc + n_kv, sc + n_pad, -INFINITY);
       const float mx = *std::max_element(sc, sc + n_kv);
       const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(sc, mx, n_pad, ex));
-      for (int64_t p = 0; p < n_pad; ++p) probs[p] = fp32_to_fp16(ex[p] * inv);
+      kern.scaled_to_f16(ex, inv, probs, n_pad);
       float* out = &attn_[row * c.n_head * hd + h * hd];
       for (int64_t p = 0; p < n_kv; ++p) vrows[p] = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
       kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);

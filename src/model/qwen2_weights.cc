@@ -4,7 +4,6 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "base/mapped_file.h"
@@ -122,19 +121,15 @@ int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages)
   if (region == nullptr) return 0;  // out of memory: the ggml-layout kernels it is
   madvise(region, static_cast<size_t>(region_bytes), MADV_HUGEPAGE);
   x16_storage_.emplace_back(region);
-  // Every group of 16 rows of every matrix, in one parallel pass.
-  std::vector<int64_t> first_group(views.size() + 1, 0);
-  for (size_t i = 0; i < views.size(); ++i)
-    first_group[i + 1] = first_group[i] + views[i]->n_out / kX16Rows;
-  pool.parallel_for(first_group.back(), 1, [&](int64_t begin, int64_t end) {
-    for (size_t i = 0; i < views.size(); ++i) {
-      const int64_t b = std::max(begin, first_group[i]), e = std::min(end, first_group[i + 1]);
-      if (b < e) x16_interleave(*views[i], b - first_group[i], e - first_group[i], region + offsets[i]);
-    }
-  });
+  // Matrix by matrix, each in parallel, its file pages dropped once copied: the peak resident
+  // memory stays near the copies' size instead of twice it.
   for (size_t i = 0; i < views.size(); ++i) {
     WeightView* v = views[i];
-    v->x16 = region + offsets[i];
+    uint8_t* dst = region + offsets[i];
+    pool.parallel_for(v->n_out / kX16Rows, 1, [&](int64_t g_begin, int64_t g_end) {
+      x16_interleave(*v, g_begin, g_end, dst);
+    });
+    v->x16 = dst;
     // The output matrix may be the embedding too (tied), whose rows are still looked up.
     if (release_file_pages && !(tied_output && v == &output))
       release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));

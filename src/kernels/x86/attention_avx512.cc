@@ -89,4 +89,15 @@ void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* 
   }
 }
 
+void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n) {
+  const __m512 s = _mm512_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(x + i), s),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
+}
+
 }  // namespace ponder
