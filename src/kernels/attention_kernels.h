@@ -12,6 +12,9 @@ namespace ponder {
 struct AttentionKernels {
   // dot_f16_ggml
   float (*dot_f16)(const uint16_t* x, const uint16_t* y, int64_t n);
+  // out[h] = dot_f16_ggml(x, y + h * n, n) for h < n_y: one K row against the query heads
+  // that share it (GQA), the row read once.
+  void (*dot_f16_heads)(const uint16_t* x, const uint16_t* y, int n_y, int64_t n, float* out);
   // weighted_rows_f16_ggml
   void (*weighted_rows_f16)(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                             int64_t dim, float* out, float* scratch);

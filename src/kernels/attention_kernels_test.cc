@@ -45,6 +45,19 @@ TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
       ASSERT_EQ(std::memcmp(out_ref.data(), out_simd.data(), dim * 4), 0) << "dim=" << dim << " n=" << n;
     }
   }
+  // Several heads against one row.
+  for (int64_t n : {64, 128, 100}) {
+    for (int heads : {1, 3, 6, 7}) {
+      std::vector<uint16_t> x(n), y(n * heads);
+      for (auto& e : x) e = fp32_to_fp16(g(rng));
+      for (auto& e : y) e = fp32_to_fp16(g(rng));
+      std::vector<float> a(heads), b(heads);
+      ref.dot_f16_heads(x.data(), y.data(), heads, n, a.data());
+      simd->dot_f16_heads(x.data(), y.data(), heads, n, b.data());
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), 4 * heads), 0) << "heads " << heads << " n " << n;
+      for (int h = 0; h < heads; ++h) EXPECT_EQ(a[h], ref.dot_f16(x.data(), y.data() + h * n, n));
+    }
+  }
   // Rounding to f16: ties, values past f16's range, subnormal results, zeros, infinities.
   std::vector<float> x = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 6e-8f, 3e-8f, 2.98e-8f,
                           1e-10f, 1.0009765625f, 1.00048828125f, INFINITY, -INFINITY};

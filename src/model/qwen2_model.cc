@@ -100,45 +100,53 @@ void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t lay
   int32_t max_pos = 0;
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
   const int64_t max_pad = (max_pos + 1 + kAttnPad - 1) / kAttnPad * kAttnPad;
-  // Per thread: scores and exps [max_pad] f32, probabilities [max_pad] f16, q [hd] f16, the
-  // weighted-sum accumulators [64 * hd] f32; and V row pointers [max_pad].
-  const size_t per_thread = static_cast<size_t>(2 * max_pad + (max_pad + hd + 1) / 2 + 64 * hd);
+  // Per thread: the group's scores [group * max_pad] and exps [max_pad] f32, probabilities
+  // [max_pad] f16, the group's q [group * hd] f16, the weighted-sum accumulators [64 * hd] f32;
+  // and V row pointers [max_pad].
+  const size_t per_thread = static_cast<size_t>((group + 1) * max_pad +
+                                                (max_pad + group * hd + 1) / 2 + 64 * hd + group);
   if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
   if (vrows_.size() < static_cast<size_t>(max_pad) * pool.size()) vrows_.resize(static_cast<size_t>(max_pad) * pool.size());
 
   const AttentionKernels& kern = attention_kernels();
-  const int64_t n_tasks = n_rows * c.n_head;
-  // Tasks handed out one at a time: later rows of a prompt attend over more positions, so a
-  // static split would leave one thread with most of the work.
+  // A task is one row and one KV head with its group of query heads: each K row is read once for
+  // the group. Tasks are handed out one at a time: later rows of a prompt attend over more
+  // positions, so a static split would leave one thread with most of the work.
+  const int64_t n_tasks = n_rows * c.n_head_kv;
   std::atomic<int64_t> next_task{0};
   pool.run([&](int ti, int) {
-    float* sc = scores_.data() + per_thread * ti;                  // [max_pad]
-    float* ex = sc + max_pad;                                      // [max_pad]
-    uint16_t* probs = reinterpret_cast<uint16_t*>(ex + max_pad);   // [max_pad] f16
-    uint16_t* qh = probs + max_pad;                                // [hd] f16
-    float* acc = ex + max_pad + (max_pad + hd + 1) / 2;           // [64 * hd]
+    float* sc = scores_.data() + per_thread * ti;                  // [group * max_pad]
+    float* ex = sc + group * max_pad;                              // [max_pad]
+    float* dots = ex + max_pad;                                    // [group]
+    uint16_t* probs = reinterpret_cast<uint16_t*>(dots + group);   // [max_pad] f16
+    uint16_t* qh = probs + max_pad;                                // [group * hd] f16
+    float* acc = dots + group + (max_pad + group * hd + 1) / 2;    // [64 * hd]
     const uint16_t** vrows = vrows_.data() + static_cast<size_t>(max_pad) * ti;  // [max_pad]
     for (int64_t task = next_task.fetch_add(1, std::memory_order_relaxed); task < n_tasks;
          task = next_task.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t row = task / c.n_head;
-      const int64_t h = task % c.n_head;
-      const int64_t kvh = h / group;
+      const int64_t row = task / c.n_head_kv;
+      const int64_t kvh = task % c.n_head_kv;
       const BatchRow& r = batch.rows[row];
       const auto& table = batch.block_tables[r.seq];
       const int64_t n_kv = r.pos + 1;
       const int64_t n_pad = (n_kv + kAttnPad - 1) / kAttnPad * kAttnPad;
-      const float* q = &q_[row * c.n_head * hd + h * hd];
-      kern.scaled_to_f16(q, 1.0f, qh, hd);
+      // The group's query heads kvh * group .. + group - 1 are contiguous in q_.
+      kern.scaled_to_f16(&q_[(row * c.n_head + kvh * group) * hd], 1.0f, qh, group * hd);
       for (int64_t p = 0; p < n_kv; ++p) {
-        sc[p] = kern.dot_f16(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh, hd) * scale;
+        kern.dot_f16_heads(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh,
+                           static_cast<int>(group), hd, dots);
+        for (int64_t g = 0; g < group; ++g) sc[g * max_pad + p] = dots[g] * scale;
       }
-      std::fill(sc + n_kv, sc + n_pad, -INFINITY);
-      const float mx = *std::max_element(sc, sc + n_kv);
-      const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(sc, mx, n_pad, ex));
-      kern.scaled_to_f16(ex, inv, probs, n_pad);
-      float* out = &attn_[row * c.n_head * hd + h * hd];
       for (int64_t p = 0; p < n_kv; ++p) vrows[p] = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
-      kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);
+      for (int64_t g = 0; g < group; ++g) {
+        float* s = sc + g * max_pad;
+        std::fill(s + n_kv, s + n_pad, -INFINITY);
+        const float mx = *std::max_element(s, s + n_kv);
+        const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(s, mx, n_pad, ex));
+        kern.scaled_to_f16(ex, inv, probs, n_pad);
+        float* out = &attn_[(row * c.n_head + kvh * group + g) * hd];
+        kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);
+      }
     }
   });
 }

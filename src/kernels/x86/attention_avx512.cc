@@ -100,4 +100,46 @@ void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n) {
   for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
 }
 
+namespace {
+
+// Up to 4 heads against one row: each head's 4 accumulators as dot_f16_ggml_avx512 has them.
+template <int H>
+void dot_heads(const uint16_t* x, const uint16_t* y, int64_t n, float* out) {
+  const int64_t np = n & ~int64_t{63};
+  __m512 acc[H][4];
+  for (int h = 0; h < H; ++h) {
+    for (int j = 0; j < 4; ++j) acc[h][j] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < np; i += 64) {
+    __m512 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = load_f16x16(x + i + 16 * j);
+    for (int h = 0; h < H; ++h) {
+      for (int j = 0; j < 4; ++j)
+        acc[h][j] = _mm512_fmadd_ps(xv[j], load_f16x16(y + h * n + i + 16 * j), acc[h][j]);
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    const __m512 a =
+        _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][2]), _mm512_add_ps(acc[h][1], acc[h][3]));
+    double sum = reduce16(a);
+    const uint16_t* yh = y + h * n;
+    for (int64_t e = np; e < n; ++e)
+      sum += static_cast<double>(half_to_float(x[e]) * half_to_float(yh[e]));
+    out[h] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace
+
+void dot_f16_heads_avx512(const uint16_t* x, const uint16_t* y, int n_y, int64_t n, float* out) {
+  int h = 0;
+  for (; h + 4 <= n_y; h += 4) dot_heads<4>(x, y + h * n, n, out + h);
+  switch (n_y - h) {
+    case 3: dot_heads<3>(x, y + h * n, n, out + h); break;
+    case 2: dot_heads<2>(x, y + h * n, n, out + h); break;
+    case 1: dot_heads<1>(x, y + h * n, n, out + h); break;
+    default: break;
+  }
+}
+
 }  // namespace ponder
