@@ -130,7 +130,10 @@ int run_bench_cmd(int argc, char** argv) {
 
   fmt::print("model: {} ({:.2f} GB, {:.2f} B params), CPU: {} [{}], {}\n", model_name, model_size / 1e9,
              n_params / 1e9, cpu_features().brand, isa_name(active_isa()), cpu_topology().summary());
-  fmt::print("load: {:.2f} s (mapped file, tokenizer, weight binding)\n", s.load_s);
+  const int64_t x16 = s.model->x16_copy_bytes();
+  fmt::print("load: {:.2f} s (mapped file, tokenizer, weight binding{})\n", s.load_s,
+             x16 > 0 ? fmt::format(", x16 copy of {:.1f} MB", x16 / 1e6)
+                     : std::string(", weights in the file's layout"));
   if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
   fmt::print("\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;
