@@ -20,16 +20,21 @@ void scalar_pack_row(const float* x, void* dst, int64_t n_in) {
   quantize_activation_row(dot_activation_type(kType), x, dst, n_in);
 }
 
-template <GgmlType kType>
-void scalar_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                 int64_t o_end, float* y, int64_t y_stride) {
-  const RowDotFn dot = row_dot_function(kType);
-  const int64_t x_bytes = scalar_packed_row_bytes<kType>(w.n_in);
+// y[r * y_stride + o] = dot(row o of w, packed row r) over ggml-layout rows.
+void gemm_by_row_dots(RowDotFn dot, int64_t x_bytes, const WeightView& w, const void* xp,
+                      int64_t n_rows, int64_t o_begin, int64_t o_end, float* y, int64_t y_stride) {
   const uint8_t* x = static_cast<const uint8_t*>(xp);
   for (int64_t o = o_begin; o < o_end; ++o) {
     for (int64_t r = 0; r < n_rows; ++r)
       y[r * y_stride + o] = dot(w.row(o), x + r * x_bytes, w.n_in);
   }
+}
+
+template <GgmlType kType>
+void scalar_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+                 int64_t o_end, float* y, int64_t y_stride) {
+  gemm_by_row_dots(row_dot_function(kType), scalar_packed_row_bytes<kType>(w.n_in), w, xp, n_rows,
+                   o_begin, o_end, y, y_stride);
 }
 
 template <GgmlType kType>
@@ -53,14 +58,11 @@ constexpr MatmulKernel kScalarKernels[] = {
 };
 
 // The x16 order on ggml-layout rows (Q8_K activations), the reference of the x16 SIMD kernels.
-template <GgmlType kType, float (*kDot)(const void*, const void*, int64_t)>
+template <GgmlType kType, RowDotFn kDot>
 void scalar_x16_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                      int64_t o_end, float* y, int64_t y_stride) {
-  const int64_t x_bytes = scalar_packed_row_bytes<kType>(w.n_in);
-  const uint8_t* x = static_cast<const uint8_t*>(xp);
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    for (int64_t r = 0; r < n_rows; ++r) y[r * y_stride + o] = kDot(w.row(o), x + r * x_bytes, w.n_in);
-  }
+  gemm_by_row_dots(kDot, scalar_packed_row_bytes<kType>(w.n_in), w, xp, n_rows, o_begin, o_end, y,
+                   y_stride);
 }
 
 constexpr MatmulKernel kScalarX16Kernels[] = {
