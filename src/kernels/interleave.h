@@ -1,13 +1,15 @@
 // Weights rearranged at load time into groups of 16 rows ("x16" layouts), the layout the fast
-// AVX-512 VNNI kernels read (x86/matmul_x16_avx512.cc), and the scalar row dots that define, output
-// by output, what those kernels compute.
+// kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2: x86/matmul_x16_avx2.cc, each half of
+// a 64-byte vector in one 256-bit register), and the scalar row dots that define, output by
+// output, what those kernels compute.
 //
 // Why another layout: the ggml block layout keeps one row's super-block together (scales packed in
 // 6 bits, nibbles in 32-byte runs), so a kernel spends more instructions unpacking scales and
 // reducing lanes than multiplying. Here a 64-byte vector holds 4 consecutive weights of each of 16
 // rows; one vpdpbusd multiplies it with 4 broadcast activation bytes into 16 per-row sums, and
 // after the 8 (Q4_K) or 4 (Q6_K) vectors of a sub-block every lane holds that row's exact integer
-// sub-block sum, scaled by one vpmulld. The scales are stored unpacked, one byte per row.
+// sub-block sum, scaled by one vpmulld (AVX2 gets the same sums from vpmaddubsw + vpmaddwd, which
+// also applies the scales). The scales are stored unpacked, one byte per row.
 //
 // The x16 order (how each output is computed; exact integers, then two or one float steps per
 // super-block), with x rounded to Q8_K as llama.cpp does (dot_ggml_order.h):

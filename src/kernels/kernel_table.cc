@@ -1,5 +1,6 @@
 #include "kernels/kernel_table.h"
 
+#include "kernels/arm/arm_kernels.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/interleave.h"
 #include "kernels/x86/x86_kernels.h"
@@ -104,6 +105,14 @@ const MatmulKernel* find_x16_matmul_kernel(GgmlType type, Isa isa) {
 #if PONDER_X86_KERNELS
   if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && cpu_features().avx512vnni) {
     if (const MatmulKernel* k = avx512_x16_matmul_kernel(type)) return k;
+  }
+  if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && isa_supported(Isa::kAvx2)) {
+    if (const MatmulKernel* k = avx2_x16_matmul_kernel(type)) return k;
+  }
+#endif
+#if PONDER_ARM_KERNELS
+  if (isa == Isa::kNeon && isa_supported(Isa::kNeon) && cpu_features().dotprod) {
+    if (const MatmulKernel* k = neon_x16_matmul_kernel(type)) return k;
   }
 #endif
   for (const MatmulKernel& k : kScalarX16Kernels) {

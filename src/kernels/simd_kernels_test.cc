@@ -200,7 +200,15 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases
 
 // --- x16 layout kernels (kernels/interleave.h) ---------------------------------------------------
 
-class X16KernelTest : public testing::TestWithParam<GgmlType> {};
+// Each x16 SIMD kernel (AVX2, AVX-512) the CPU can run, whichever one active_isa() would pick.
+class X16KernelTest : public testing::TestWithParam<Case> {
+ protected:
+  const MatmulKernel* kernel() {
+    const MatmulKernel* k = find_x16_matmul_kernel(GetParam().type, GetParam().isa);
+    if (k == nullptr || k->isa != GetParam().isa) return nullptr;
+    return k;
+  }
+};
 
 // The x16 copy of w, 64-byte aligned.
 AlignedBuffer interleaved(WeightView& w) {
@@ -210,12 +218,14 @@ AlignedBuffer interleaved(WeightView& w) {
 }
 
 TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
-  const MatmulKernel* k = find_x16_matmul_kernel(GetParam(), active_isa());
-  if (k == nullptr || k->isa == Isa::kScalar) GTEST_SKIP() << "no x16 SIMD kernel on this CPU";
-  const MatmulKernel* ref = find_x16_matmul_kernel(GetParam(), Isa::kScalar);
+  const GgmlType type = GetParam().type;
+  const MatmulKernel* k = kernel();
+  if (k == nullptr)
+    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " x16 kernel for this type on this CPU";
+  const MatmulKernel* ref = find_x16_matmul_kernel(type, Isa::kScalar);
   ASSERT_NE(ref, nullptr);
   ASSERT_TRUE(ref->x16 && k->x16);
-  std::mt19937 rng(5 + static_cast<unsigned>(GetParam()));
+  std::mt19937 rng(5 + static_cast<unsigned>(type));
   struct Shape {
     int64_t n_in, n_out, n_rows;
   };
@@ -224,8 +234,8 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
                                            {2304, 32, 13}}) {
     SCOPED_TRACE(testing::Message()
                  << "n_in " << s.n_in << " n_out " << s.n_out << " n_rows " << s.n_rows);
-    const std::vector<uint8_t> wq = random_weights(GetParam(), s.n_in, s.n_out, rng);
-    WeightView w{GetParam(), wq.data(), s.n_in, s.n_out};
+    const std::vector<uint8_t> wq = random_weights(type, s.n_in, s.n_out, rng);
+    WeightView w{type, wq.data(), s.n_in, s.n_out};
     ASSERT_TRUE(x16_supported(w.type, w.n_out, w.n_in));
     AlignedBuffer x16 = interleaved(w);
     w.x16 = x16.data();
@@ -252,9 +262,75 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   }
 }
 
+// Every weight at its largest code (Q4_K 15 with scales and mins 63, Q6_K 63 with scales -128 and
+// 127, Q8_0 -128) against activations of largest magnitude and one sign: the int16 sums of the
+// kernels without 32-bit dot products come closest to saturating here.
+std::vector<uint8_t> extreme_weights(GgmlType type, int64_t n_in, int64_t n_out) {
+  constexpr uint16_t kOne = 0x3C00;  // f16 1.0
+  const int64_t nb = n_in * n_out / (type == GgmlType::Q8_0 ? kQK : kQK_K);
+  std::vector<uint8_t> w(static_cast<size_t>(ggml_row_bytes(type, n_in) * n_out));
+  for (int64_t b = 0; b < nb; ++b) {
+    if (type == GgmlType::Q4_K) {
+      BlockQ4_K& q = reinterpret_cast<BlockQ4_K*>(w.data())[b];
+      q.d = q.dmin = kOne;
+      std::memset(q.scales, 0xFF, sizeof(q.scales));
+      std::memset(q.qs, 0xFF, sizeof(q.qs));
+    } else if (type == GgmlType::Q6_K) {
+      BlockQ6_K& q = reinterpret_cast<BlockQ6_K*>(w.data())[b];
+      q.d = kOne;
+      std::memset(q.ql, 0xFF, sizeof(q.ql));
+      std::memset(q.qh, 0xFF, sizeof(q.qh));
+      for (int s = 0; s < 16; ++s) q.scales[s] = static_cast<int8_t>(s % 2 == 0 ? -128 : 127);
+    } else {
+      BlockQ8_0& q = reinterpret_cast<BlockQ8_0*>(w.data())[b];
+      q.d = kOne;
+      std::memset(q.qs, 0x80, sizeof(q.qs));
+    }
+  }
+  return w;
+}
+
+TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
+  const MatmulKernel* k = kernel();
+  if (k == nullptr)
+    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " x16 kernel for this type on this CPU";
+  const MatmulKernel* ref = find_x16_matmul_kernel(GetParam().type, Isa::kScalar);
+  ASSERT_NE(ref, nullptr);
+  const int64_t n_in = 512, n_out = 32, n_rows = 3;
+  const std::vector<uint8_t> wq = extreme_weights(GetParam().type, n_in, n_out);
+  WeightView w{GetParam().type, wq.data(), n_in, n_out};
+  AlignedBuffer x16 = interleaved(w);
+  w.x16 = x16.data();
+  // Rows of +1, of -1, and of +1 after one -1 (Q8_K's sign follows the first largest magnitude,
+  // so this one rounds to +127 where the first rounds to -127).
+  std::vector<float> x(static_cast<size_t>(n_in * n_rows), 1.0f);
+  for (int64_t i = 0; i < n_in; ++i) x[n_in + i] = -1.0f;
+  x[2 * n_in] = -1.0f;
+  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN);
+  std::vector<float> y(y_ref.size(), NAN);
+  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
+  run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
+  for (size_t e = 0; e < y.size(); ++e) {
+    ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
+        << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
+  }
+}
+
+std::vector<Case> x16_cases() {
+  std::vector<Case> cases;
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::ValuesIn(x16_cases()), case_name);
+
 // The x16 order is the same sum as llama.cpp's order, rounded differently: both stay within a few
 // float roundings of the dot computed in double from the dequantized values.
-TEST_P(X16KernelTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
+class X16OrderTest : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(X16OrderTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   std::mt19937 rng(17);
   const int64_t n_in = 4096;
   const std::vector<uint8_t> wq = random_weights(GetParam(), n_in, 8, rng);
@@ -282,8 +358,8 @@ TEST_P(X16KernelTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K,
-                                                         GgmlType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K,
+                                                        GgmlType::Q8_0),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });

@@ -14,5 +14,7 @@ const MatmulKernel* avx2_matmul_kernel(GgmlType type);
 const MatmulKernel* avx512_matmul_kernel(GgmlType type);
 // AVX-512 VNNI kernels for weights in the x16 layout (kernels/interleave.h), or nullptr.
 const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type);
+// AVX2 + FMA + F16C kernels for weights in the x16 layout, bitwise equal to the AVX-512 ones.
+const MatmulKernel* avx2_x16_matmul_kernel(GgmlType type);
 
 }  // namespace ponder

@@ -1,0 +1,384 @@
+// AVX2 + FMA + F16C kernels for weights in the x16 layouts (kernels/interleave.h), for CPUs without
+// AVX-512 VNNI: the same outputs as x86/matmul_x16_avx512.cc, bit for bit, with 256-bit vectors.
+// A 64-byte x16 vector holds 4 weight bytes of each of 16 rows; its lower 32 bytes (rows 0-7) and
+// its upper 32 bytes (rows 8-15) are two independent "halves", each one 32-bit lane per row, done
+// one after the other inside a super-block (the other half's bytes are then in L1).
+//
+// Without vpdpbusd the exact integer sums come from vpmaddubsw (u8 x s8 -> saturating int16 pairs)
+// and vpmaddwd. Saturation never happens: Q4_K codes (0..15) x |activation| <= 127 stay below
+// 32767 summed over a whole sub-block of 32 (8 * 2 * 15 * 127 = 30480), so each sub-block needs
+// one vpmaddwd, which also multiplies by the rows' scales; Q6_K codes (0..63) allow two vpmaddubsw
+// results per int16 sum (2 * 2 * 63 * 127 = 32004); Q8_0 codes (-128..127, stored + 128) go in as
+// |w| with the activation given w's sign (vpsignb), 2 * 128 * 127 = 32512 per pair. Then one
+// fused multiply-add per row and super-block (per block for Q8_0), in the order of
+// dot_q4_K_x16_order / dot_q6_K_x16_order / dot_q8_0_x16_order, for any batch size.
+// Compiled with -mavx2 -mfma -mf16c; see x86/tile_driver.h for why nothing here is inline-shared.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/interleave.h"
+#include "kernels/x86/x86_kernels.h"
+#include "quant/blocks.h"
+
+namespace ponder {
+namespace {
+
+#include "kernels/x86/q8_quantize_avx2.h"
+
+// Rows of an x16 group in one 256-bit vector (one "half").
+constexpr int kHalfRows = kX16Rows / 2;
+
+// One super-block of a packed activation row: the Q8_K quants, the sums of 16 quants (Q6_K's
+// offset of 32: sum (q - 32) x = sum q x - 32 * sum x), the sums of 32 quants (Q4_K's mins) and
+// the scale.
+struct alignas(64) ActX16 {
+  int8_t qs[kQK_K];
+  int16_t bsums[16];
+  int16_t sums32[8];
+  float d;
+};
+static_assert(sizeof(ActX16) == 320);
+
+int64_t packed_row_bytes(int64_t n_in) {
+  return n_in / kQK_K * static_cast<int64_t>(sizeof(ActX16));
+}
+
+void pack_row(const float* x, void* dst, int64_t n_in) {
+  ActX16* a = static_cast<ActX16*>(dst);
+  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+    BlockQ8_K q;
+    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
+    std::memcpy(a[b].qs, q.qs, kQK_K);
+    std::memcpy(a[b].bsums, q.bsums, sizeof(a[b].bsums));
+    for (int c = 0; c < 8; ++c)
+      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
+    a[b].d = q.d;
+  }
+}
+
+// The 4 bytes at p as one 32-bit value in every lane.
+__m256i bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+__m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+__m128i load16(const void* p) { return _mm_load_si128(static_cast<const __m128i*>(p)); }
+__m128i load8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
+
+// The 8 scale bytes at p (one per row) as int16 pairs (sc[j], sc[j]) in 32-bit lane j: vpmaddwd
+// with it turns a row's two int16 partial sums into sc[j] * (their sum).
+__m256i scale_pairs_u8(const uint8_t* p) {
+  const __m128i v = load8(p);
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v));
+}
+__m256i scale_pairs_s8(const int8_t* p) {
+  const __m128i v = load8(p);
+  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v, v));
+}
+
+// Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels).
+constexpr int64_t kPrefetchAhead = 4096;
+
+void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+// --- Q4_K --------------------------------------------------------------------------------------
+
+// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16. Sub-blocks
+// go one at a time (low nibbles of a pair, then high); each sub-block's products of a half sum in
+// one int16 register per activation row, so each unpacked weight vector serves all R rows.
+template <int R>
+void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[R][2], accm[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) acc[r][hf] = accm[r][hf] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4KX16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
+#pragma GCC unroll 2
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row0 = kHalfRows * hf;
+      __m256i t[R];
+      for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+      for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          __m256i s[R];  // int16: at most 8 * 2 * 15 * 127
+#pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k) {
+            const __m256i raw = load32(wb.qs[p][k][row0]);
+            if (hf == 0 && h == 0) prefetch(pf + 512 * p + 64 * k);
+            const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+              const __m256i prod =
+                  _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+              s[r] = k == 0 ? prod : _mm256_add_epi16(s[r], prod);
+            }
+          }
+          const __m256i sc = scale_pairs_u8(wb.scales[2 * p + h] + row0);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(s[r], sc));
+        }
+      }
+      // mins[p]: the int16 pairs (m[2p], m[2p + 1]) of the half's rows.
+      __m256i mins[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) mins[p] = _mm256_cvtepu8_epi16(load16(wb.mins[p][row0]));
+      const __m256 d = _mm256_cvtph_ps(load16(wb.d + row0));
+      const __m256 dmin = _mm256_cvtph_ps(load16(wb.dmin + row0));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        __m256i m = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+          m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[p], bcast4(x[r][b].sums32 + 2 * p)));
+        const __m256 dx = _mm256_set1_ps(x[r][b].d);
+        acc[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(t[r]), acc[r][hf]);
+        accm[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(m), accm[r][hf]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) {
+      _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_sub_ps(acc[r][hf], accm[r][hf]));
+    }
+  }
+}
+
+// --- Q6_K --------------------------------------------------------------------------------------
+
+// Per sub-block: sum q x from the 0..63 codes (two int16 sums of two vpmaddubsw each), scaled by
+// vpmaddwd; per super-block the offset term -32 * sum_s sc[s] * bsums[s], also by vpmaddwd.
+template <int R>
+void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m256i m6 = _mm256_set1_epi8(0x3F);
+  const __m256i m01 = _mm256_set1_epi8(0x03);
+  const __m256i m23 = _mm256_set1_epi8(0x0C);
+  const __m256i m45 = _mm256_set1_epi8(0x30);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6KX16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + 3072 + 64 * i);
+#pragma GCC unroll 2
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row0 = kHalfRows * hf;
+      __m256i t[R];
+      for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int s = 0; s < 16; ++s) {
+        const __m256i r0 = load32(wb.q[s][0][row0]);
+        const __m256i r1 = load32(wb.q[s][1][row0]);
+        const __m256i r2 = load32(wb.q[s][2][row0]);
+        if (hf == 0) {
+          prefetch(pf + 192 * s);
+          prefetch(pf + 192 * s + 64);
+          prefetch(pf + 192 * s + 128);
+        }
+        const __m256i v0 = _mm256_and_si256(r0, m6);
+        const __m256i v1 = _mm256_and_si256(r1, m6);
+        const __m256i v2 = _mm256_and_si256(r2, m6);
+        // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2
+        const __m256i v3 =
+            _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(r0, 6), m01),
+                                            _mm256_and_si256(_mm256_srli_epi16(r1, 4), m23)),
+                            _mm256_and_si256(_mm256_srli_epi16(r2, 2), m45));
+        const __m256i sc = scale_pairs_s8(wb.scales[s] + row0);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const int8_t* xq = x[r][b].qs + 16 * s;
+          const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(v0, bcast4(xq)),
+                                              _mm256_maddubs_epi16(v1, bcast4(xq + 4)));
+          const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(v2, bcast4(xq + 8)),
+                                              _mm256_maddubs_epi16(v3, bcast4(xq + 12)));
+          t[r] = _mm256_add_epi32(
+              t[r], _mm256_add_epi32(_mm256_madd_epi16(lo, sc), _mm256_madd_epi16(hi, sc)));
+        }
+      }
+      // off[r] = sum_s sc[s] * bsums[s], sub-blocks in pairs (int16 pairs (sc[2i], sc[2i + 1])).
+      __m256i off[R];
+      for (int r = 0; r < R; ++r) off[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        const __m256i sc2 = _mm256_cvtepi8_epi16(
+            _mm_unpacklo_epi8(load8(wb.scales[2 * i] + row0), load8(wb.scales[2 * i + 1] + row0)));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          off[r] = _mm256_add_epi32(off[r], _mm256_madd_epi16(sc2, bcast4(x[r][b].bsums + 2 * i)));
+      }
+      const __m256 d = _mm256_load_ps(wb.d + row0);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256i tr = _mm256_sub_epi32(t[r], _mm256_slli_epi32(off[r], 5));
+        const __m256 dx = _mm256_set1_ps(x[r][b].d);
+        acc[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(tr), acc[r][hf]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, acc[r][hf]);
+  }
+}
+
+// --- Q8_0 --------------------------------------------------------------------------------------
+
+// Two Q8_0 blocks of a packed activation row: the quants and the scales as floats.
+struct alignas(64) ActX16Q80 {
+  int8_t qs[64];
+  float d[2];
+};
+static_assert(sizeof(ActX16Q80) == 128);
+
+int64_t q8_0_packed_row_bytes(int64_t n_in) {
+  return n_in / 64 * static_cast<int64_t>(sizeof(ActX16Q80));
+}
+
+void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
+  ActX16Q80* a = static_cast<ActX16Q80*>(dst);
+  for (int64_t b = 0; b < n_in / kQK; ++b) {
+    BlockQ8_0 q;
+    quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
+    ActX16Q80& out = a[b / 2];
+    const int h = static_cast<int>(b % 2);
+    std::memcpy(out.qs + 32 * h, q.qs, kQK);
+    out.d[h] = _cvtsh_ss(q.d);
+  }
+}
+
+template <int R>
+void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
+                int64_t y_stride) {
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ80X16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+#pragma GCC unroll 2
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row0 = kHalfRows * hf;
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m256i s[R];
+        for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          const __m256i q = _mm256_xor_si256(load32(wb.qs[h][k][row0]), bias);  // the codes
+          if (hf == 0) prefetch(pf + 512 * h + 64 * k);
+          const __m256i aq = _mm256_abs_epi8(q);  // -128 gives 0x80: 128 as unsigned
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const __m256i xs = _mm256_sign_epi8(bcast4(x[r][b].qs + 32 * h + 4 * k), q);
+            s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, xs), ones));
+          }
+        }
+        const __m256 d = _mm256_cvtph_ps(load16(wb.d[h] + row0));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          acc[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d[h])),
+                                       _mm256_cvtepi32_ps(s[r]), acc[r][hf]);
+        }
+      }
+    }
+    prefetch(pf + 1024);
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, acc[r][hf]);
+  }
+}
+
+// --- driver ------------------------------------------------------------------------------------
+
+// Activation rows per pass over a group's weights: R int32 sums and R int16 sub-block sums (or R
+// int32 block sums) of a half, plus the unpacked weights, fit the 16 ymm registers.
+constexpr int kRows = 4;
+
+template <class Block, class Act, int kBlockElements, template <int> class Group>
+void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+              float* y, int64_t y_stride) {
+  const int64_t nb = w.n_in / kBlockElements;
+  const Block* blocks = static_cast<const Block*>(w.x16);
+  const Act* x = static_cast<const Act*>(xp);
+  for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
+    const Block* wg = blocks + g * nb;
+    float* yg = y + g * kX16Rows;
+    for (int64_t r = 0; r < n_rows; r += kRows) {
+      const Act* rows[kRows];
+      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
+      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
+      float* yr = yg + r * y_stride;
+      switch (rr) {
+        case 4: Group<4>::run(wg, nb, rows, yr, y_stride); break;
+        case 3: Group<3>::run(wg, nb, rows, yr, y_stride); break;
+        case 2: Group<2>::run(wg, nb, rows, yr, y_stride); break;
+        default: Group<1>::run(wg, nb, rows, yr, y_stride); break;
+      }
+    }
+  }
+}
+
+template <int R>
+struct Q4KGroup {
+  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y,
+                  int64_t s) {
+    q4_K_group<R>(w, nb, x, y, s);
+  }
+};
+template <int R>
+struct Q6KGroup {
+  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
+                  int64_t s) {
+    q6_K_group<R>(w, nb, x, y, s);
+  }
+};
+template <int R>
+struct Q80Group {
+  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
+                  int64_t s) {
+    q8_0_group<R>(w, nb, x, y, s);
+  }
+};
+
+void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ80X16, ActX16Q80, 64, Q80Group>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
+constexpr MatmulKernel kKernels[] = {
+    {GgmlType::Q4_K, Isa::kAvx2, "q4_K_x16_avx2", packed_row_bytes, pack_row, gemm_q4_K, true},
+    {GgmlType::Q6_K, Isa::kAvx2, "q6_K_x16_avx2", packed_row_bytes, pack_row, gemm_q6_K, true},
+    {GgmlType::Q8_0, Isa::kAvx2, "q8_0_x16_avx2", q8_0_packed_row_bytes, q8_0_pack_row,
+     gemm_q8_0, true},
+};
+
+}  // namespace
+
+const MatmulKernel* avx2_x16_matmul_kernel(GgmlType type) {
+  for (const MatmulKernel& k : kKernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace ponder
