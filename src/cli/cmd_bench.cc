@@ -27,13 +27,16 @@ struct Row {
 int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prompt processing and generation speed"};
   std::string model_path, output = "md";
-  std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches;
+  std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches, depths = {0};
+  std::vector<int> flash = {0};
   std::vector<int> threads;
   int reps = 5;
   bool no_bandwidth = false, pin = false;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
+  app.add_option("-d,--n-depth", depths, "tokens already in the context before each test (e.g. 0,4096)")->delimiter(',')->capture_default_str();
+  app.add_option("--flash-attn", flash, "attention order: 0 llama.cpp's (default), 1 flash; a list sweeps")->delimiter(',')->check(CLI::IsMember({0, 1}));
   app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")->delimiter(',');
   app.add_option("-r,--repetitions", reps, "repetitions per test")->capture_default_str();
   app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
@@ -44,6 +47,9 @@ int run_bench_cmd(int argc, char** argv) {
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {
     for (int t = 1; t <= cpu_topology().default_threads(); ++t) threads.push_back(t);
+  }
+  for (int32_t d : depths) {
+    if (d < 0) return fail("bench", fmt::format("depth {} is negative", d));
   }
   for (int t : threads) {
     if (t < 1) return fail("bench", fmt::format("thread count {} is not positive", t));
@@ -60,25 +66,32 @@ int run_bench_cmd(int argc, char** argv) {
   std::vector<Row> rows;
   for (int t : threads) {
     ThreadPool pool(t, pin ? cpu_topology().one_cpu_per_core : std::vector<int>{});
-    auto add = [&](const std::string& name, int32_t p, int32_t g, int32_t seqs) -> bool {
-      auto r = run_bench(*s.model, p, g, seqs, reps, pool);
-      if (!r.has_value()) {
-        fail("bench", r.status().message());
-        return false;
-      }
-      rows.push_back({name, *r});
-      if (output == "md") {
-        fmt::print(stderr, "  {} t={}: {:.2f} t/s\n", name, t, r->mean_ts());
-      }
-      return true;
-    };
-    for (int32_t p : n_prompt) {
-      if (p > 0 && !add(fmt::format("pp{}", p), p, 0, 1)) return 1;
-    }
-    for (int32_t g : n_gen) {
-      if (g > 0 && !add(fmt::format("tg{}", g), 0, g, 1)) return 1;
-      for (int32_t b : batches) {
-        if (g > 0 && b > 1 && !add(fmt::format("tg{} x{}", g, b), 0, g, b)) return 1;
+    for (int fa : flash) {
+      s.model->set_flash_attention(fa != 0);
+      for (int32_t d : depths) {
+        // llama-bench's names: "pp512", "tg128 @ d4096"; " fa" marks the flash order.
+        auto add = [&](const std::string& base, int32_t p, int32_t g, int32_t seqs) -> bool {
+          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? " fa" : "");
+          auto r = run_bench(*s.model, p, g, seqs, reps, pool, 512, d);
+          if (!r.has_value()) {
+            fail("bench", r.status().message());
+            return false;
+          }
+          rows.push_back({name, *r});
+          if (output == "md") {
+            fmt::print(stderr, "  {} t={}: {:.2f} t/s\n", name, t, r->mean_ts());
+          }
+          return true;
+        };
+        for (int32_t p : n_prompt) {
+          if (p > 0 && !add(fmt::format("pp{}", p), p, 0, 1)) return 1;
+        }
+        for (int32_t g : n_gen) {
+          if (g > 0 && !add(fmt::format("tg{}", g), 0, g, 1)) return 1;
+          for (int32_t b : batches) {
+            if (g > 0 && b > 1 && !add(fmt::format("tg{} x{}", g, b), 0, g, b)) return 1;
+          }
+        }
       }
     }
   }
@@ -113,6 +126,8 @@ int run_bench_cmd(int argc, char** argv) {
                      {"n_prompt", row.r.n_prompt},
                      {"n_gen", row.r.n_gen},
                      {"n_seq", row.r.n_seq},
+                     {"n_depth", row.r.n_depth},
+                     {"flash_attn", row.r.flash_attn},
                      {"avg_ns", static_cast<int64_t>(row.r.mean_s() * 1e9)},
                      {"stddev_ns", static_cast<int64_t>(row.r.stddev_s() * 1e9)},
                      {"avg_ts", row.r.mean_ts()},

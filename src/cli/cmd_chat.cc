@@ -31,6 +31,7 @@ int run_chat(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("chat", session.status().message());
   ModelSession& s = **session;
+  s.model->set_flash_attention(flags.flash_attn);
   auto tmpl = s.chat_template(flags.template_name);
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;

@@ -26,6 +26,7 @@ int run_run(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("run", session.status().message());
   ModelSession& s = **session;
+  s.model->set_flash_attention(flags.flash_attn);
 
   std::vector<int32_t> tokens;
   bool thinking = false;

@@ -19,6 +19,7 @@ struct GenerationFlags {
   int threads_batch = 0;  // 0: as threads
   bool pin = false;
   bool hide_thinking = false;
+  bool flash_attn = false;
   GenerateOptions gen;
 
   void add_to(CLI::App& app);

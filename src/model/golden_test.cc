@@ -40,14 +40,13 @@ LogitDiff run_golden(Qwen2Model& model, const Pgld& golden, ThreadPool& pool) {
   return diff;
 }
 
-class GoldenTest : public testing::TestWithParam<std::string> {};
-
-TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) {
-  const std::string type = GetParam();
+// Every golden of `type` through the model, with attention in the default or the flash order.
+void check_goldens(const std::string& type, bool flash_attn) {
   auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
   ASSERT_TRUE(file.has_value()) << file.status().message();
   auto model = Qwen2Model::load(*file);
   ASSERT_TRUE(model.has_value()) << model.status().message();
+  (*model)->set_flash_attention(flash_attn);
   ThreadPool pool(2);
   const Thresholds t = thresholds_for(type);
   std::vector<std::string> goldens = {type + "-p1", type + "-p2", type + "-p3"};
@@ -57,14 +56,28 @@ TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) {
     ASSERT_TRUE(golden.has_value()) << golden.status().message();
     ASSERT_EQ(golden->n_vocab, (*model)->config().n_vocab);
     LogitDiff d = run_golden(**model, *golden, pool);
-    RecordProperty(name + "_mean", std::to_string(d.mean()));
-    std::printf("%-16s mean %.5f max %.5f top1 %.3f (%lld rows)\n", name.c_str(), d.mean(),
-                d.max_dlogp, d.top1_rate(), static_cast<long long>(d.n_top1_rows));
+    testing::Test::RecordProperty(name + "_mean", std::to_string(d.mean()));
+    std::printf("%-16s %s mean %.5f max %.5f top1 %.3f (%lld rows)\n", name.c_str(),
+                flash_attn ? "flash" : "     ", d.mean(), d.max_dlogp, d.top1_rate(),
+                static_cast<long long>(d.n_top1_rows));
     EXPECT_LE(d.mean(), t.mean) << name;
     EXPECT_LE(d.max_dlogp, t.max) << name;
     EXPECT_GE(d.top1_rate(), t.top1) << name;
   }
 }
+
+class GoldenTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) { check_goldens(GetParam(), false); }
+
+// The flash order is another float order of the same attention: on the files whose activations
+// are not rounded to int8 (so not chaotic: docs/numerics.md) it stays within the thresholds too.
+// On the quantized files it lands near 0.027 mean dlogp, which is why it is not the default.
+class GoldenFlashTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenFlashTest, FlashAttentionWithinThresholds) { check_goldens(GetParam(), true); }
+
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenFlashTest, testing::Values("F32", "F16", "BF16"));
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenTest,
                          testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",

@@ -7,19 +7,13 @@
 #include <string_view>
 
 #include "cpu/topology.h"
-
-#include "kernels/attention_kernels.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
+#include "model/attention.h"
 #include "quant/half.h"
 
 namespace ponder {
-namespace {
-// llama.cpp pads the KV length it attends over to 256 (masked with -inf); zeros past the f16 dot's
-// 64-element step change no sum, so padding to 64 gives the same bits with less work.
-constexpr int64_t kAttnPad = 64;
-}  // namespace
 
 Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, bool x16,
                                                       int threads) {
@@ -84,73 +78,6 @@ void Qwen2Model::reserve(int64_t n) {
   capacity_ = n;
 }
 
-// Causal GQA attention of every (row, head) over its sequence's cached positions 0..pos.
-// The order of float operations follows llama.cpp's non-flash CPU path (q rounded to f16, f16 dot
-// products, softmax over the positions padded to a multiple of 256 with -inf, probabilities
-// rounded to f16, then one f16 dot per output element): the tiny golden models are chaotic, and
-// any other order moves their logits by about the golden threshold.
-void Qwen2Model::attention(const Batch& batch, const KvCache& cache, int64_t layer,
-                           ThreadPool& pool) {
-  const Qwen2Config& c = config_;
-  const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
-  const int64_t group = c.n_head / c.n_head_kv;
-  const int64_t hd = c.head_dim;
-  const int64_t bs = cache.block_size();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int32_t max_pos = 0;
-  for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
-  const int64_t max_pad = (max_pos + 1 + kAttnPad - 1) / kAttnPad * kAttnPad;
-  // Per thread: the group's scores [group * max_pad] and exps [max_pad] f32, probabilities
-  // [max_pad] f16, the group's q [group * hd] f16, the weighted-sum accumulators [64 * hd] f32;
-  // and V row pointers [max_pad].
-  const size_t per_thread = static_cast<size_t>((group + 1) * max_pad +
-                                                (max_pad + group * hd + 1) / 2 + 64 * hd + group);
-  if (scores_.size() < per_thread * pool.size()) scores_.resize(per_thread * pool.size());
-  if (vrows_.size() < static_cast<size_t>(max_pad) * pool.size()) vrows_.resize(static_cast<size_t>(max_pad) * pool.size());
-
-  const AttentionKernels& kern = attention_kernels();
-  // A task is one row and one KV head with its group of query heads: each K row is read once for
-  // the group. Tasks are handed out one at a time: later rows of a prompt attend over more
-  // positions, so a static split would leave one thread with most of the work.
-  const int64_t n_tasks = n_rows * c.n_head_kv;
-  std::atomic<int64_t> next_task{0};
-  pool.run([&](int ti, int) {
-    float* sc = scores_.data() + per_thread * ti;                  // [group * max_pad]
-    float* ex = sc + group * max_pad;                              // [max_pad]
-    float* dots = ex + max_pad;                                    // [group]
-    uint16_t* probs = reinterpret_cast<uint16_t*>(dots + group);   // [max_pad] f16
-    uint16_t* qh = probs + max_pad;                                // [group * hd] f16
-    float* acc = dots + group + (max_pad + group * hd + 1) / 2;    // [64 * hd]
-    const uint16_t** vrows = vrows_.data() + static_cast<size_t>(max_pad) * ti;  // [max_pad]
-    for (int64_t task = next_task.fetch_add(1, std::memory_order_relaxed); task < n_tasks;
-         task = next_task.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t row = task / c.n_head_kv;
-      const int64_t kvh = task % c.n_head_kv;
-      const BatchRow& r = batch.rows[row];
-      const auto& table = batch.block_tables[r.seq];
-      const int64_t n_kv = r.pos + 1;
-      const int64_t n_pad = (n_kv + kAttnPad - 1) / kAttnPad * kAttnPad;
-      // The group's query heads kvh * group .. + group - 1 are contiguous in q_.
-      kern.scaled_to_f16(&q_[(row * c.n_head + kvh * group) * hd], 1.0f, qh, group * hd);
-      for (int64_t p = 0; p < n_kv; ++p) {
-        kern.dot_f16_heads(cache.k(layer, table[p / bs], p % bs) + kvh * hd, qh,
-                           static_cast<int>(group), hd, dots);
-        for (int64_t g = 0; g < group; ++g) sc[g * max_pad + p] = dots[g] * scale;
-      }
-      for (int64_t p = 0; p < n_kv; ++p) vrows[p] = cache.v(layer, table[p / bs], p % bs) + kvh * hd;
-      for (int64_t g = 0; g < group; ++g) {
-        float* s = sc + g * max_pad;
-        std::fill(s + n_kv, s + n_pad, -INFINITY);
-        const float mx = *std::max_element(s, s + n_kv);
-        const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(s, mx, n_pad, ex));
-        kern.scaled_to_f16(ex, inv, probs, n_pad);
-        float* out = &attn_[(row * c.n_head + kvh * group + g) * hd];
-        kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);
-      }
-    }
-  });
-}
-
 Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, ThreadPool& pool) {
   PONDER_RETURN_IF_ERROR(validate(batch, cache));
   const Qwen2Config& c = config_;
@@ -200,7 +127,12 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       }
     }
 
-    attention(batch, cache, il, pool);
+    const AttentionInput attn_in{c, batch, cache, il, q_.data(), attn_.data()};
+    if (flash_attn_) {
+      attention_flash(attn_in, attn_scratch_, pool);
+    } else {
+      attention_ggml_order(attn_in, attn_scratch_, pool);
+    }
 
     // output projection and residual
     matmul(L.wo, attn_.data(), n, proj_.data(), pool);

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
+#include "model/attention.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
 #include "model/qwen2_config.h"
@@ -23,13 +24,21 @@ class Qwen2Model {
  public:
   // Binds the weights of `file`, which must outlive the model. With x16 (the default unless the
   // environment sets PONDER_X16=0), matrices this CPU has x16 kernels for are copied into that
-  // layout (kernels/interleave.h) using `threads` threads.
+  // layout (kernels/interleave.h) using `threads` threads; without, every matrix product follows
+  // llama.cpp's float order.
   static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file, bool x16 = x16_default(),
                                                     int threads = 0);
   // False when PONDER_X16=0: the ggml-layout kernels and llama.cpp's float order everywhere.
   static bool x16_default();
   // Bytes of the x16 copies made at load.
   int64_t x16_copy_bytes() const { return x16_bytes_; }
+
+  // Attention in the flash order (streaming online softmax, model/attention.h) instead of
+  // llama.cpp's non-flash order, the default. Off by default: on the quantized golden models the
+  // flash order moves the mean dlogp past the 0.02 threshold (docs/numerics.md), as llama.cpp's
+  // own -fa changes its logits. Like llama.cpp's -fa, an opt-in (`--flash-attn`).
+  void set_flash_attention(bool on) { flash_attn_ = on; }
+  bool flash_attention() const { return flash_attn_; }
 
   const Qwen2Config& config() const { return config_; }
   const Qwen2Weights& weights() const { return weights_; }
@@ -46,11 +55,11 @@ class Qwen2Model {
       : config_(std::move(config)), weights_(std::move(weights)) {}
   Status validate(const Batch& batch, const KvCache& cache) const;
   void reserve(int64_t n_rows);
-  void attention(const Batch& batch, const KvCache& cache, int64_t layer, ThreadPool& pool);
 
   Qwen2Config config_;
   Qwen2Weights weights_;
   int64_t x16_bytes_ = 0;
+  bool flash_attn_ = false;  // attention_flash instead of attention_ggml_order
 
   // Activations, grown to the largest batch seen; no allocation in steady state.
   int64_t capacity_ = 0;
@@ -65,8 +74,7 @@ class Qwen2Model {
   std::vector<float> up_;      // [n_rows, n_ff]
   std::vector<float> rope_cos_;  // [n_rows, head_dim / 2]
   std::vector<float> rope_sin_;  // [n_rows, head_dim / 2]
-  std::vector<float> scores_;  // per thread: scores, exps, f16 probabilities, q, V accumulators
-  std::vector<const uint16_t*> vrows_;  // per thread: the V row of each attended position
+  AttentionScratch attn_scratch_;
 };
 
 }  // namespace ponder

@@ -48,9 +48,9 @@ int64_t weight_bytes_per_token(const Qwen2Model& model) {
 }
 
 Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_seq,
-                                int reps, ThreadPool& pool, int32_t n_batch) {
+                                int reps, ThreadPool& pool, int32_t n_batch, int32_t n_depth) {
   const int64_t n_vocab = model.config().n_vocab;
-  const int32_t per_seq = std::max(n_prompt, 1) + n_gen;
+  const int32_t per_seq = n_depth + std::max(n_prompt, 1) + n_gen;
   const int64_t block = 16;
   const int64_t blocks_per_seq = (per_seq + block - 1) / block;
   KvCache cache = model.make_cache(blocks_per_seq * n_seq, block);
@@ -64,8 +64,21 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   result.n_gen = n_gen;
   result.n_seq = n_seq;
   result.n_threads = pool.size();
+  result.n_depth = n_depth;
+  result.flash_attn = model.flash_attention();
   // Deterministic pseudo-random tokens: the work does not depend on their values.
   auto token_at = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
+
+  // The context each test starts from: n_depth positions of every sequence, in prompt-sized chunks.
+  for (int32_t s = 0; s < n_seq; ++s) {
+    for (int32_t b = 0; b < n_depth; b += n_batch) {
+      Batch batch;
+      batch.block_tables.push_back(tables[s]);
+      const int32_t e = std::min(n_depth, b + n_batch);
+      for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), i, 0, i + 1 == e});
+      PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
+    }
+  }
 
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up caches and page tables
     Timer t;
@@ -74,16 +87,16 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
         Batch batch;
         batch.block_tables.push_back(tables[0]);
         const int32_t e = std::min(n_prompt, b + n_batch);
-        for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), i, 0, i + 1 == e});
+        for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), n_depth + i, 0, i + 1 == e});
         PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
       }
     } else {
-      // Each sequence starts from one token at position 0, then steps together.
+      // Each sequence starts from one token at position n_depth, then steps together.
       for (int32_t pos = 0; pos < n_gen; ++pos) {
         Batch batch;
         for (int32_t s = 0; s < n_seq; ++s) {
           batch.block_tables.push_back(tables[s]);
-          batch.rows.push_back({token_at(pos * n_seq + s), pos, s, true});
+          batch.rows.push_back({token_at(pos * n_seq + s), n_depth + pos, s, true});
         }
         PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
       }

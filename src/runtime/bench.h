@@ -17,6 +17,8 @@ struct BenchResult {
   int32_t n_prompt = 0;   // pp test: prompt tokens
   int32_t n_gen = 0;      // tg test: generated tokens (per sequence)
   int32_t n_seq = 1;      // sequences decoding together
+  int32_t n_depth = 0;    // positions already in each sequence's context when the test starts
+  bool flash_attn = false;
   int n_threads = 1;
   std::vector<double> seconds;  // one per repetition
   double tokens() const { return n_prompt + static_cast<double>(n_gen) * n_seq; }
@@ -26,9 +28,11 @@ struct BenchResult {
   double stddev_s() const;
 };
 
-// Runs pp (n_prompt > 0, n_gen == 0) or tg (n_gen > 0) `reps` times after one warm-up.
+// Runs pp (n_prompt > 0, n_gen == 0) or tg (n_gen > 0) `reps` times after one warm-up, each
+// sequence starting at position n_depth (its first n_depth positions filled once, untimed).
 Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_seq,
-                                int reps, ThreadPool& pool, int32_t n_batch = 512);
+                                int reps, ThreadPool& pool, int32_t n_batch = 512,
+                                int32_t n_depth = 0);
 
 // Bytes read from weights to generate one token: every matrix once, one embedding row.
 int64_t weight_bytes_per_token(const Qwen2Model& model);

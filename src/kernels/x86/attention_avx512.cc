@@ -142,4 +142,99 @@ void dot_f16_heads_avx512(const uint16_t* x, const uint16_t* y, int n_y, int64_t
   }
 }
 
+namespace {
+
+// Up to 4 query vectors (f32 holding f16 values) against one f16 row, each with dot_heads' order.
+template <int H>
+void dot_f32_heads(const uint16_t* x, const float* y, int64_t n, float* out, int64_t out_stride) {
+  const int64_t np = n & ~int64_t{63};
+  __m512 acc[H][4];
+  for (int h = 0; h < H; ++h) {
+    for (int j = 0; j < 4; ++j) acc[h][j] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < np; i += 64) {
+    __m512 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = load_f16x16(x + i + 16 * j);
+    for (int h = 0; h < H; ++h) {
+      for (int j = 0; j < 4; ++j)
+        acc[h][j] = _mm512_fmadd_ps(xv[j], _mm512_loadu_ps(y + h * n + i + 16 * j), acc[h][j]);
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    const __m512 a =
+        _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][2]), _mm512_add_ps(acc[h][1], acc[h][3]));
+    double sum = reduce16(a);
+    const float* yh = y + h * n;
+    for (int64_t e = np; e < n; ++e) sum += static_cast<double>(half_to_float(x[e]) * yh[e]);
+    out[h * out_stride] = static_cast<float>(sum);
+  }
+}
+
+// O weighted sums over V columns [i, i + 16 V) of the n converted rows in v (row stride dim).
+template <int O, int V>
+void mad_columns(const float* v, int64_t n, int64_t dim, const float* w, int64_t w_stride,
+                 float* acc, int64_t i) {
+  __m512 a[O][V];
+  for (int o = 0; o < O; ++o) {
+    for (int c = 0; c < V; ++c) a[o][c] = _mm512_loadu_ps(acc + o * dim + i + 16 * c);
+  }
+  for (int64_t p = 0; p < n; ++p) {
+    __m512 vv[V];
+    for (int c = 0; c < V; ++c) vv[c] = _mm512_loadu_ps(v + p * dim + i + 16 * c);
+    for (int o = 0; o < O; ++o) {
+      const __m512 wp = _mm512_set1_ps(w[o * w_stride + p]);
+      for (int c = 0; c < V; ++c) a[o][c] = _mm512_fmadd_ps(wp, vv[c], a[o][c]);
+    }
+  }
+  for (int o = 0; o < O; ++o) {
+    for (int c = 0; c < V; ++c) _mm512_storeu_ps(acc + o * dim + i + 16 * c, a[o][c]);
+  }
+}
+
+template <int O>
+void mad_outputs(const float* v, int64_t n, int64_t dim, const float* w, int64_t w_stride,
+                 float* acc) {
+  const int64_t dim16 = dim & ~int64_t{15};
+  int64_t i = 0;
+  for (; i + 64 <= dim16; i += 64) mad_columns<O, 4>(v, n, dim, w, w_stride, acc, i);
+  for (; i < dim16; i += 16) mad_columns<O, 1>(v, n, dim, w, w_stride, acc, i);
+  for (; i < dim; ++i) {
+    for (int o = 0; o < O; ++o) {
+      float s = acc[o * dim + i];
+      for (int64_t p = 0; p < n; ++p) s = __builtin_fmaf(w[o * w_stride + p], v[p * dim + i], s);
+      acc[o * dim + i] = s;
+    }
+  }
+}
+
+}  // namespace
+
+void dot_f16_f32_heads_avx512(const uint16_t* x, const float* y, int n_y, int64_t n, float* out,
+                              int64_t out_stride) {
+  int h = 0;
+  for (; h + 4 <= n_y; h += 4) dot_f32_heads<4>(x, y + h * n, n, out + h * out_stride, out_stride);
+  float* o = out + h * out_stride;
+  switch (n_y - h) {
+    case 3: dot_f32_heads<3>(x, y + h * n, n, o, out_stride); break;
+    case 2: dot_f32_heads<2>(x, y + h * n, n, o, out_stride); break;
+    case 1: dot_f32_heads<1>(x, y + h * n, n, o, out_stride); break;
+    default: break;
+  }
+}
+
+void mad_rows_f16_avx512(const uint16_t* const* rows, int64_t n, const float* w, int64_t w_stride,
+                         int n_out, int64_t dim, float* acc, float* scratch) {
+  // The rows converted once, then read by every output from L1/L2.
+  const int64_t dim16 = dim & ~int64_t{15};
+  for (int64_t p = 0; p < n; ++p) {
+    float* dst = scratch + p * dim;
+    int64_t i = 0;
+    for (; i < dim16; i += 16) _mm512_storeu_ps(dst + i, load_f16x16(rows[p] + i));
+    for (; i < dim; ++i) dst[i] = half_to_float(rows[p][i]);
+  }
+  int o = 0;
+  for (; o + 2 <= n_out; o += 2) mad_outputs<2>(scratch, n, dim, w + o * w_stride, w_stride, acc + o * dim);
+  if (o < n_out) mad_outputs<1>(scratch, n, dim, w + o * w_stride, w_stride, acc + o * dim);
+}
+
 }  // namespace ponder

@@ -1,0 +1,49 @@
+// Causal GQA attention of a batch's rows over the KV cache, in two float orders:
+// - flash order (opt-in, `--flash-attn`): rows of one sequence go in tiles of up to kFlashRows, and each tile
+//   streams its KV positions in blocks of kFlashBlock with an online softmax (running max, rescaled
+//   sums), so a tile reads every K and V row once, and the work per position is two short runs of
+//   fused multiply-adds per query head (see attention.cc for the exact order);
+// - ggml order (the default): llama.cpp's non-flash CPU path, operation for operation (scores for
+//   all positions, softmax with one max, probabilities rounded to f16, 64-lane weighted sums). The
+//   tiny golden models are chaotic: the flash order alone moves their mean dlogp to ~0.027 against
+//   a threshold of 0.02 (docs/numerics.md), so it cannot be the default.
+// Both are batch invariant: a row's result does not depend on the other rows of its batch.
+// Depends on base (thread pool), kernels (attention_kernels.h) and model (Batch, KvCache, config).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "model/batch.h"
+#include "model/kv_cache.h"
+#include "model/qwen2_config.h"
+
+namespace ponder {
+
+inline constexpr int64_t kFlashRows = 8;    // query rows of one sequence per tile
+inline constexpr int64_t kFlashBlock = 64;  // KV positions per online-softmax step
+
+struct AttentionInput {
+  const Qwen2Config& config;
+  const Batch& batch;
+  const KvCache& cache;  // already holds K and V of every row of the batch
+  int64_t layer;
+  const float* q;  // [n_rows, n_head * head_dim], after RoPE
+  float* out;      // [n_rows, n_head * head_dim]
+};
+
+// Per-thread buffers, grown on demand and kept between calls (no allocation in steady state).
+struct AttentionScratch {
+  struct PerThread {
+    std::vector<float> floats;
+    std::vector<double> doubles;
+    std::vector<const uint16_t*> rows;
+  };
+  std::vector<PerThread> threads;
+};
+
+void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool);
+void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool);
+
+}  // namespace ponder
