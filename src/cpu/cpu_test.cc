@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <linux/mempolicy.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "cpu/cpu_features.h"
+#include "cpu/numa_memory.h"
 #include "cpu/topology.h"
 
 namespace ponder {
@@ -50,6 +55,28 @@ TEST(TopologyTest, CountsAreConsistent) {
   EXPECT_EQ(static_cast<int>(t.one_cpu_per_core.size()), t.n_performance);
   EXPECT_GE(t.default_threads(), 1);
   EXPECT_LE(t.default_threads(), static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Interleaving a fresh region over this machine's nodes takes effect (the kernel reports the
+// policy for its pages), the memory stays usable, and a node that does not exist is refused.
+TEST(NumaMemoryTest, InterleavesFreshPagesOverTheNodes) {
+  const CpuTopology& t = cpu_topology();
+  if (t.numa_node_ids.empty()) GTEST_SKIP() << "no /sys/devices/system/node";
+  EXPECT_EQ(static_cast<int>(t.numa_node_ids.size()), t.n_numa_nodes);
+  constexpr size_t kBytes = size_t{4} << 20;
+  void* p = std::aligned_alloc(size_t{2} << 20, kBytes);
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(interleave_pages(p, kBytes, t.numa_node_ids));
+  std::memset(p, 1, kBytes);
+  EXPECT_EQ(page_memory_policy(static_cast<char*>(p) + kBytes / 2), MPOL_INTERLEAVE);
+  EXPECT_EQ(static_cast<unsigned char*>(p)[kBytes - 1], 1);
+  void* q = std::aligned_alloc(size_t{2} << 20, kBytes);
+  ASSERT_NE(q, nullptr);
+  EXPECT_FALSE(interleave_pages(q, kBytes, {1000}));
+  EXPECT_FALSE(interleave_pages(q, kBytes, {}));
+  EXPECT_NE(page_memory_policy(q), MPOL_INTERLEAVE);
+  std::free(p);
+  std::free(q);
 }
 
 }  // namespace

@@ -77,7 +77,10 @@ CpuTopology detect() {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++nodes;
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) {
+      ++nodes;
+      t.numa_node_ids.push_back(std::atoi(name.c_str() + 4));
+    }
   }
   t.n_numa_nodes = std::max(1, nodes);
   return t;

@@ -6,7 +6,10 @@
 
 #include <cstdlib>
 
+#include "base/log.h"
 #include "base/mapped_file.h"
+#include "cpu/numa_memory.h"
+#include "cpu/topology.h"
 #include "kernels/interleave.h"
 #include "kernels/kernel_table.h"
 
@@ -120,6 +123,13 @@ int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages)
   uint8_t* region = static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(region_bytes)));
   if (region == nullptr) return 0;  // out of memory: the ggml-layout kernels it is
   madvise(region, static_cast<size_t>(region_bytes), MADV_HUGEPAGE);
+  // With several NUMA nodes, the pages are spread over all of them before the copy touches them
+  // (cpu/numa_memory.h): decode streams every weight each token, from every node's controller.
+  const CpuTopology& topo = cpu_topology();
+  if (topo.n_numa_nodes > 1 &&
+      !interleave_pages(region, static_cast<size_t>(region_bytes), topo.numa_node_ids)) {
+    log_warn("could not interleave the x16 weights over {} NUMA nodes", topo.n_numa_nodes);
+  }
   x16_storage_.emplace_back(region);
   // Matrix by matrix, each in parallel, its file pages dropped once copied: the peak resident
   // memory stays near the copies' size instead of twice it.
