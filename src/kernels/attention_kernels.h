@@ -18,6 +18,15 @@ struct AttentionKernels {
   // weighted_rows_f16_ggml
   void (*weighted_rows_f16)(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                             int64_t dim, float* out, float* scratch);
+  // weighted_rows_f16_ggml in two steps, so several probability vectors can share each V row
+  // while it is in cache: accumulate_rows_f16 adds positions [p_begin, p_end) into the 64 lane
+  // accumulators acc[64][dim] (lane p % 64: acc[l * dim + i] = fma(rows[p][i], probs[p],
+  // acc[l * dim + i])), and reduce_lanes_f16 folds the lanes into out[dim] as the dot does. Zeroed
+  // acc, then accumulate over [0, n) in any split of increasing ranges, then reduce: bitwise
+  // weighted_rows_f16_ggml(rows, probs, n, dim, out).
+  void (*accumulate_rows_f16)(const uint16_t* const* rows, const uint16_t* probs, int64_t p_begin,
+                              int64_t p_end, int64_t dim, float* acc);
+  void (*reduce_lanes_f16)(const float* acc, int64_t dim, float* out);
   // y[i] = f16(x[i] * scale), rounded to nearest even (fp32_to_fp16 of quant/half.h)
   void (*scaled_to_f16)(const float* x, float scale, uint16_t* y, int64_t n);
 

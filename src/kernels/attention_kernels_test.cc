@@ -12,6 +12,42 @@
 namespace ponder {
 namespace {
 
+// The weighted sum in two steps (lane accumulators over position ranges, then the fold) gives
+// weighted_rows_f16's bits whatever the split of [0, n), for the scalar and the AVX-512 kernels.
+TEST(AttentionKernelsTest, AccumulatedLanesEqualTheWeightedSum) {
+  std::vector<const AttentionKernels*> kernels = {&attention_kernels_scalar()};
+  if (attention_kernels_avx512() != nullptr) kernels.push_back(attention_kernels_avx512());
+  const AttentionKernels& ref = attention_kernels_scalar();
+  std::mt19937 rng(23);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t dim : {128, 40}) {
+    for (int64_t n : {1, 63, 64, 200, 1100}) {
+      std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
+      std::vector<const uint16_t*> rows;
+      for (auto& row : v) {
+        for (auto& e : row) e = fp32_to_fp16(g(rng));
+        rows.push_back(row.data());
+      }
+      std::vector<uint16_t> probs(n);
+      for (auto& p : probs) p = fp32_to_fp16(std::fabs(g(rng)) / static_cast<float>(n));
+      std::vector<float> want(dim), scratch(64 * dim);
+      ref.weighted_rows_f16(rows.data(), probs.data(), n, dim, want.data(), scratch.data());
+      for (const AttentionKernels* k : kernels) {
+        for (int64_t split : {int64_t{0}, n / 3, n - 1, int64_t{512}}) {
+          if (split > n) continue;
+          std::vector<float> acc(64 * dim, 0.0f), got(dim, NAN);
+          k->accumulate_rows_f16(rows.data(), probs.data(), 0, split, dim, acc.data());
+          k->accumulate_rows_f16(rows.data(), probs.data(), split, n, dim, acc.data());
+          k->reduce_lanes_f16(acc.data(), dim, got.data());
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), 4 * dim), 0)
+              << "dim " << dim << " n " << n << " split " << split
+              << (k == &ref ? " scalar" : " avx512");
+        }
+      }
+    }
+  }
+}
+
 // Every attention kernel the CPU supports gives the scalar reference's bits.
 TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
   const AttentionKernels* simd = attention_kernels_avx512();

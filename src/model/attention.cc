@@ -35,6 +35,23 @@ void run_tasks(ThreadPool& pool, int64_t n_tasks, const Task& task) {
   });
 }
 
+// Tiles: runs of up to max_rows consecutive rows of one sequence; returns their first rows and,
+// last, n_rows.
+std::vector<int64_t> row_tiles(const Batch& batch, int64_t max_rows) {
+  const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
+  std::vector<int64_t> begin;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    if (begin.empty() || batch.rows[r].seq != batch.rows[begin.back()].seq ||
+        r - begin.back() == max_rows) {
+      begin.push_back(r);
+    }
+  }
+  begin.push_back(n_rows);
+  return begin;
+}
+
+int64_t padded(int64_t n) { return (n + kAttnPad - 1) / kAttnPad * kAttnPad; }
+
 }  // namespace
 
 // Flash order, for one tile (rows [rb, re) of one sequence) and one KV head with its group of G
@@ -52,23 +69,14 @@ void run_tasks(ThreadPool& pool, int64_t n_tasks, const Task& task) {
 void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool) {
   const Qwen2Config& c = in.config;
   const Batch& batch = in.batch;
-  const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const int64_t hd = c.head_dim;
   const int64_t bs = in.cache.block_size();
   const int64_t B = kFlashBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  // Tiles: runs of up to kFlashRows consecutive rows of one sequence.
-  std::vector<int64_t> tile_begin;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    if (tile_begin.empty() || batch.rows[r].seq != batch.rows[tile_begin.back()].seq ||
-        r - tile_begin.back() == kFlashRows) {
-      tile_begin.push_back(r);
-    }
-  }
-  const int64_t n_tiles = static_cast<int64_t>(tile_begin.size());
-  tile_begin.push_back(n_rows);
+  const std::vector<int64_t> tile_begin = row_tiles(batch, kFlashRows);
+  const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
   const int64_t max_q = kFlashRows * group;
   if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
 
@@ -136,57 +144,76 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
 
 // llama.cpp's non-flash CPU path, operation for operation: q rounded to f16, f16 dot products,
 // softmax over the positions padded to a multiple of 256 with -inf, probabilities rounded to f16,
-// then one f16 dot per output element. A task is one row and one KV head with its group of query
-// heads, so each K row is read once for the group.
+// then one f16 dot per output element. A task is a tile of rows of one sequence and one KV head
+// with its group of query heads: each K row is read once for the tile's nq query vectors, and the
+// V rows go in chunks of kGgmlVChunk positions, each chunk added into every query vector's lane
+// accumulators while it is in cache. Every query vector's operations are those it would have
+// alone, so the result does not depend on the tile (batch invariance).
 void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool) {
   const Qwen2Config& c = in.config;
   const Batch& batch = in.batch;
-  const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const int64_t hd = c.head_dim;
   const int64_t bs = in.cache.block_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const std::vector<int64_t> tile_begin = row_tiles(batch, kGgmlTileRows);
+  const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
   int32_t max_pos = 0;
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
-  const int64_t max_pad = (max_pos + 1 + kAttnPad - 1) / kAttnPad * kAttnPad;
+  const int64_t max_pad = padded(max_pos + 1);
+  const int64_t max_q = kGgmlTileRows * group;
   if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
 
   const AttentionKernels& kern = attention_kernels();
-  run_tasks(pool, n_rows * c.n_head_kv, [&](int ti, int64_t task) {
+  run_tasks(pool, n_tiles * c.n_head_kv, [&](int ti, int64_t task) {
+    const int64_t tile = task / c.n_head_kv;
+    const int64_t kvh = task % c.n_head_kv;
+    const int64_t rb = tile_begin[tile], re = tile_begin[tile + 1];
+    const int64_t nq = (re - rb) * group;
+    const auto& table = batch.block_tables[batch.rows[rb].seq];
     AttentionScratch::PerThread& st = scratch.threads[static_cast<size_t>(ti)];
-    // The group's scores [group * max_pad] and exps [max_pad] f32, dots [group], probabilities
-    // [max_pad] f16, the group's q [group * hd] f16, the weighted-sum accumulators [64 * hd] f32.
-    float* sc = grown(st.floats, static_cast<size_t>((group + 1) * max_pad + group +
-                                                     (max_pad + group * hd + 1) / 2 + 64 * hd));
-    float* ex = sc + group * max_pad;
-    float* dots = ex + max_pad;
-    uint16_t* probs = reinterpret_cast<uint16_t*>(dots + group);
-    uint16_t* qh = probs + max_pad;
-    float* acc = dots + group + (max_pad + group * hd + 1) / 2;
+    float* sc = grown(st.floats, static_cast<size_t>(max_q * max_pad + max_pad + max_q + max_q * 64 * hd));
+    float* ex = sc + max_q * max_pad;   // [max_pad] exps of one query vector
+    float* dots = ex + max_pad;         // [nq] one K row against every query vector
+    float* acc = dots + max_q;          // [nq][64 * hd] lane accumulators
+    uint16_t* probs = grown(st.halves, static_cast<size_t>(max_q * max_pad + max_q * hd));
+    uint16_t* qh = probs + max_q * max_pad;  // [nq][hd] f16
     const uint16_t** vrows = grown(st.rows, static_cast<size_t>(max_pad));
 
-    const int64_t row = task / c.n_head_kv;
-    const int64_t kvh = task % c.n_head_kv;
-    const BatchRow& r = batch.rows[row];
-    const auto& table = batch.block_tables[r.seq];
-    const int64_t n_kv = r.pos + 1;
-    const int64_t n_pad = (n_kv + kAttnPad - 1) / kAttnPad * kAttnPad;
-    // The group's query heads kvh * group .. + group - 1 are contiguous in q.
-    kern.scaled_to_f16(in.q + (row * c.n_head + kvh * group) * hd, 1.0f, qh, group * hd);
+    int64_t n_kv = 0;  // positions the tile's last-placed row sees
+    for (int64_t r = rb; r < re; ++r) {
+      // The group's query heads kvh * group .. + group - 1 are contiguous in q.
+      kern.scaled_to_f16(in.q + (r * c.n_head + kvh * group) * hd, 1.0f, qh + (r - rb) * group * hd,
+                         group * hd);
+      n_kv = std::max<int64_t>(n_kv, batch.rows[r].pos + 1);
+    }
+    // Scores sc[qv * max_pad + p]; a row's positions past its own are computed and never used.
     for (int64_t p = 0; p < n_kv; ++p) {
       kern.dot_f16_heads(in.cache.k(in.layer, table[p / bs], p % bs) + kvh * hd, qh,
-                         static_cast<int>(group), hd, dots);
-      for (int64_t g = 0; g < group; ++g) sc[g * max_pad + p] = dots[g] * scale;
+                         static_cast<int>(nq), hd, dots);
+      for (int64_t qv = 0; qv < nq; ++qv) sc[qv * max_pad + p] = dots[qv] * scale;
+      vrows[p] = in.cache.v(in.layer, table[p / bs], p % bs) + kvh * hd;
     }
-    for (int64_t p = 0; p < n_kv; ++p) vrows[p] = in.cache.v(in.layer, table[p / bs], p % bs) + kvh * hd;
-    for (int64_t g = 0; g < group; ++g) {
-      float* s = sc + g * max_pad;
-      std::fill(s + n_kv, s + n_pad, -INFINITY);
-      const float mx = *std::max_element(s, s + n_kv);
-      const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(s, mx, n_pad, ex));
-      kern.scaled_to_f16(ex, inv, probs, n_pad);
-      float* out = in.out + (row * c.n_head + kvh * group + g) * hd;
-      kern.weighted_rows_f16(vrows, probs, n_kv, hd, out, acc);
+    for (int64_t qv = 0; qv < nq; ++qv) {
+      const int64_t n_row = batch.rows[rb + qv / group].pos + 1;
+      float* s = sc + qv * max_pad;
+      std::fill(s + n_row, s + padded(n_row), -INFINITY);
+      const float mx = *std::max_element(s, s + n_row);
+      const float inv = static_cast<float>(1.0 / softmax_exp_sum_ggml(s, mx, padded(n_row), ex));
+      kern.scaled_to_f16(ex, inv, probs + qv * max_pad, padded(n_row));
+    }
+    std::fill(acc, acc + nq * 64 * hd, 0.0f);
+    for (int64_t c0 = 0; c0 < n_kv; c0 += kGgmlVChunk) {
+      for (int64_t qv = 0; qv < nq; ++qv) {
+        const int64_t n_row = batch.rows[rb + qv / group].pos + 1;
+        const int64_t c1 = std::min(c0 + kGgmlVChunk, n_row);
+        if (c1 > c0) kern.accumulate_rows_f16(vrows, probs + qv * max_pad, c0, c1, hd, acc + qv * 64 * hd);
+      }
+    }
+    for (int64_t qv = 0; qv < nq; ++qv) {
+      const int64_t r = rb + qv / group;
+      kern.reduce_lanes_f16(acc + qv * 64 * hd, hd,
+                            in.out + (r * c.n_head + kvh * group + qv % group) * hd);
     }
   });
 }

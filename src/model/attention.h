@@ -4,7 +4,9 @@
 //   sums), so a tile reads every K and V row once, and the work per position is two short runs of
 //   fused multiply-adds per query head (see attention.cc for the exact order);
 // - ggml order (the default): llama.cpp's non-flash CPU path, operation for operation (scores for
-//   all positions, softmax with one max, probabilities rounded to f16, 64-lane weighted sums). The
+//   all positions, softmax with one max, probabilities rounded to f16, 64-lane weighted sums), with
+//   the rows of one sequence in tiles of kGgmlTileRows so that each K and V row is read once per
+//   tile rather than once per row (a long prompt's rows all attend over the same cache). The
 //   tiny golden models are chaotic: the flash order alone moves their mean dlogp to ~0.027 against
 //   a threshold of 0.02 (docs/numerics.md), so it cannot be the default.
 // Both are batch invariant: a row's result does not depend on the other rows of its batch.
@@ -22,6 +24,9 @@
 namespace ponder {
 
 inline constexpr int64_t kFlashRows = 8;    // query rows of one sequence per tile
+inline constexpr int64_t kGgmlTileRows = 4;  // the same for the ggml order (its per-row buffers
+                                             // are larger: scores for every position)
+inline constexpr int64_t kGgmlVChunk = 512;  // V positions per pass over a tile's query vectors
 inline constexpr int64_t kFlashBlock = 64;  // KV positions per online-softmax step
 
 struct AttentionInput {
@@ -38,6 +43,7 @@ struct AttentionScratch {
   struct PerThread {
     std::vector<float> floats;
     std::vector<double> doubles;
+    std::vector<uint16_t> halves;
     std::vector<const uint16_t*> rows;
   };
   std::vector<PerThread> threads;

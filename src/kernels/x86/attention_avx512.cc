@@ -44,13 +44,11 @@ float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n) {
   return static_cast<float>(sum);
 }
 
-void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
-                                   int64_t dim, float* out, float* scratch) {
+void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs,
+                                int64_t p_begin, int64_t p_end, int64_t dim, float* acc) {
   // acc[lane][i], lane = p % 64: the accumulator of element p in column i's dot.
-  float* acc = scratch;
-  std::fill(acc, acc + 64 * dim, 0.0f);
   const int64_t dim16 = dim & ~int64_t{15};
-  for (int64_t p = 0; p < n; ++p) {
+  for (int64_t p = p_begin; p < p_end; ++p) {
     const float wf = half_to_float(probs[p]);
     const __m512 w = _mm512_set1_ps(wf);
     float* a = acc + (p % 64) * dim;
@@ -61,8 +59,12 @@ void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* 
     }
     for (; i < dim; ++i) a[i] = __builtin_fmaf(half_to_float(v[i]), wf, a[i]);
   }
+}
+
+void reduce_lanes_f16_avx512(const float* acc, int64_t dim, float* out) {
   // Per column: lanes[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]), then reduce16
   // over l; done for 16 columns at once, the same additions in the same order.
+  const int64_t dim16 = dim & ~int64_t{15};
   int64_t i = 0;
   for (; i < dim16; i += 16) {
     __m512 lanes[16];
@@ -87,6 +89,13 @@ void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* 
     for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
     out[i] = (t4[0] + t4[2]) + (t4[1] + t4[3]);
   }
+}
+
+void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
+                                   int64_t dim, float* out, float* scratch) {
+  std::fill(scratch, scratch + 64 * dim, 0.0f);
+  accumulate_rows_f16_avx512(rows, probs, 0, n, dim, scratch);
+  reduce_lanes_f16_avx512(scratch, dim, out);
 }
 
 void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n) {
