@@ -44,20 +44,45 @@ float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n) {
   return static_cast<float>(sum);
 }
 
+namespace {
+
+// Lane l's accumulators for columns [i0, i0 + 16 C) kept in registers while its positions
+// p = p0, p0 + 64, ... < p_end (the chain of fma that lane's dot does) go by.
+template <int C>
+void accumulate_lane(const uint16_t* const* rows, const uint16_t* probs, int64_t p0, int64_t p_end,
+                     float* a, int64_t i0) {
+  __m512 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_loadu_ps(a + i0 + 16 * c);
+  for (int64_t p = p0; p < p_end; p += 64) {
+    const __m512 w = _mm512_set1_ps(half_to_float(probs[p]));
+    const uint16_t* v = rows[p] + i0;
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(load_f16x16(v + 16 * c), w, acc[c]);
+  }
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(a + i0 + 16 * c, acc[c]);
+}
+
+}  // namespace
+
+// Lane by lane rather than position by position: each lane's accumulators stay in registers
+// over its positions instead of a load and a store per position (the same fma chains, so the
+// same bits).
 void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs,
                                 int64_t p_begin, int64_t p_end, int64_t dim, float* acc) {
-  // acc[lane][i], lane = p % 64: the accumulator of element p in column i's dot.
+  if (p_end <= p_begin) return;
   const int64_t dim16 = dim & ~int64_t{15};
-  for (int64_t p = p_begin; p < p_end; ++p) {
-    const float wf = half_to_float(probs[p]);
-    const __m512 w = _mm512_set1_ps(wf);
-    float* a = acc + (p % 64) * dim;
-    const uint16_t* v = rows[p];
+  for (int64_t l = 0; l < 64; ++l) {
+    // The first position of lane l at or after p_begin.
+    const int64_t p0 = p_begin + ((l - p_begin % 64) % 64 + 64) % 64;
+    if (p0 >= p_end) continue;
+    float* a = acc + l * dim;
     int64_t i = 0;
-    for (; i < dim16; i += 16) {
-      _mm512_storeu_ps(a + i, _mm512_fmadd_ps(load_f16x16(v + i), w, _mm512_loadu_ps(a + i)));
+    for (; i + 128 <= dim16; i += 128) accumulate_lane<8>(rows, probs, p0, p_end, a, i);
+    for (; i < dim16; i += 16) accumulate_lane<1>(rows, probs, p0, p_end, a, i);
+    for (; i < dim; ++i) {
+      float s = a[i];
+      for (int64_t p = p0; p < p_end; p += 64) s = __builtin_fmaf(half_to_float(rows[p][i]), half_to_float(probs[p]), s);
+      a[i] = s;
     }
-    for (; i < dim; ++i) a[i] = __builtin_fmaf(half_to_float(v[i]), wf, a[i]);
   }
 }
 
