@@ -14,9 +14,15 @@ PACKAGES=(
 command -v node > /dev/null 2>&1 || PACKAGES+=(nodejs)
 command -v npm > /dev/null 2>&1 || PACKAGES+=(npm)
 
+# Installed for this machine's architecture (or arch-independent): with arm64 packages added for
+# the cross check (scripts/cross_arm64.sh), a plain name can match the arm64 copy alone.
+NATIVE=$(dpkg --print-architecture)
+installed() {
+  dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii ($NATIVE|all)$"
+}
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p:$NATIVE")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds Ponder from scratch and runs every test: a Release build (what users run) and an
-# ASan+UBSan build (hostile inputs, memory errors). Usage: scripts/test.sh [--fast] (Release only)
+# Builds Ponder from scratch and runs every test: a Release build (what users run), an ASan+UBSan
+# build (hostile inputs, memory errors), and on x86-64 hosts the ARM check (scripts/cross_arm64.sh:
+# the kernels cross-compiled for aarch64, their tests run under qemu).
+# Usage: scripts/test.sh [--fast] (Release only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,5 +24,9 @@ if [ "${1:-}" != "--fast" ]; then
   echo "== ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+  if [ "$(uname -m)" = "x86_64" ]; then
+    echo "== ARM64 kernels (cross-compiled, run under qemu)"
+    scripts/cross_arm64.sh
+  fi
 fi
 echo "== all tests passed"

@@ -1,6 +1,7 @@
 #include "kernels/dot_ggml_order.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -260,19 +261,47 @@ float dot_f16(const void* w_row, const void* x_row, int64_t n) {
   return dot_f16_ggml(static_cast<const uint16_t*>(w_row), static_cast<const uint16_t*>(x_row), n);
 }
 
-// BF16 weights: llama.cpp uses AVX512-BF16 dot instructions here (vdpbf16ps), not reproduced; a
-// plain dot in double of the bf16-rounded activations is within the goldens' BF16 thresholds.
+namespace {
+
+// DAZ on inputs and FTZ on results, as vdpbf16ps does them: a subnormal becomes a zero of its sign.
+inline float flush_subnormal(float v) {
+  const uint32_t b = std::bit_cast<uint32_t>(v);
+  return (b & 0x7f800000u) == 0 ? std::bit_cast<float>(b & 0x80000000u) : v;
+}
+
+}  // namespace
+
+float vdpbf16ps_lane(float acc, uint32_t a_pair, uint32_t b_pair) {
+  const auto hi = [](uint32_t p) {
+    return flush_subnormal(std::bit_cast<float>(p & 0xffff0000u));
+  };
+  const auto lo = [](uint32_t p) { return flush_subnormal(std::bit_cast<float>(p << 16)); };
+  const float t = flush_subnormal(std::fma(hi(a_pair), hi(b_pair), flush_subnormal(acc)));
+  return flush_subnormal(std::fma(lo(a_pair), lo(b_pair), t));
+}
+
+// BF16 weights: llama.cpp (x86, AVX512BF16) multiplies batches of 2+ rows with llamafile's tinyBLAS
+// (sgemm.cpp, tinyBLAS<32, __m512, __m512bh, ...>) and single rows with ggml_vec_dot_bf16; we keep
+// one order for every batch size (batch invariance) and take tinyBLAS's, which reproduces the
+// golden prompt rows bit for bit (vec_dot's does not: docs/numerics.md). Per output: one
+// accumulator of 16 lanes, one vdpbf16ps per 32 elements (lane l gets the pair i + 2l, i + 2l + 1),
+// then _mm512_reduce_add_ps's order (reduce16), in float. Rows with n % 32 != 0 (llama.cpp then
+// falls back to vec_dot; no model of this family has them) get one more step on the leftover pairs
+// padded with zeros.
 float dot_bf16(const void* w_row, const void* x_row, int64_t n) {
   const uint16_t* w = static_cast<const uint16_t*>(w_row);
   const uint16_t* x = static_cast<const uint16_t*>(x_row);
-  double s0 = 0, s1 = 0;
-  int64_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    s0 += double(bf16_to_fp32(w[i])) * bf16_to_fp32(x[i]);
-    s1 += double(bf16_to_fp32(w[i + 1])) * bf16_to_fp32(x[i + 1]);
+  const auto pair = [n](const uint16_t* p, int64_t e) {
+    const uint32_t lo = e < n ? p[e] : 0, hi = e + 1 < n ? p[e + 1] : 0;
+    return lo | hi << 16;
+  };
+  float c[16] = {};
+  for (int64_t i = 0; i < n; i += 32) {
+    for (int l = 0; l < 16; ++l) {
+      c[l] = vdpbf16ps_lane(c[l], pair(w, i + 2 * l), pair(x, i + 2 * l));
+    }
   }
-  for (; i < n; ++i) s0 += double(bf16_to_fp32(w[i])) * bf16_to_fp32(x[i]);
-  return static_cast<float>(s0 + s1);
+  return reduce16(c);
 }
 
 // Q4_0 is not done by ggml_vec_dot_q4_0_q8_0: on AVX2 machines llama.cpp repacks Q4_0 weights into

@@ -12,7 +12,8 @@
 // repacked (CPU_REPACK q4_0_8x8) gemm/gemv, Q6_K the older per-element offset of its AVX2 kernel.
 // One order per type whatever the batch size (batch invariance, DESIGN.md): llama.cpp switches
 // F32 / F16 products of 2+ rows to llamafile's tinyBLAS order; we do not, at a cost of <= 0.0007
-// mean dlogp on the F32 / F16 goldens (threshold 0.003).
+// mean dlogp on the F32 / F16 goldens (threshold 0.003). BF16 is the other way round: tinyBLAS's
+// order for every batch size, since it reproduces the golden prompt rows bit for bit.
 // Depends on gguf/ggml_type.h and quant/blocks.h.
 #pragma once
 
@@ -50,8 +51,18 @@ float dot_f16_ggml(const uint16_t* x, const uint16_t* y, int64_t n);
 void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                             int64_t dim, float* out, float* scratch);
 
+// One 32-bit lane of vdpbf16ps (AVX512_BF16) in scalar code, as Intel defines it and as checked
+// against the instruction (kernels_test Bf16Lane): a_pair / b_pair hold two bf16 (element 2j in the low half, 2j + 1 in the high half);
+// acc = fma(a[2j+1], b[2j+1], acc), then acc = fma(a[2j], b[2j], acc), each rounded to nearest
+// even, with subnormal inputs (bf16 and acc) read as zero and subnormal results flushed to zero
+// (signed), whatever MXCSR says.
+float vdpbf16ps_lane(float acc, uint32_t a_pair, uint32_t b_pair);
+
 float dot_f32(const void* w_row, const void* x_row, int64_t n);          // ggml_vec_dot_f32
 float dot_f16(const void* w_row, const void* x_row, int64_t n);
+// llamafile tinyBLAS's AVX512BF16 order (what llama.cpp runs on batches of 2+ rows): one 16-lane
+// vdpbf16ps accumulator per output over runs of 32, reduced in float; in scalar code, for any
+// batch size (dot_ggml_order.cc).
 float dot_bf16(const void* w_row, const void* x_row, int64_t n);
 float dot_q4_0(const void* w_row, const void* x_row, int64_t n);
 float dot_q4_1(const void* w_row, const void* x_row, int64_t n);

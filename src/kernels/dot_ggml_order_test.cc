@@ -7,11 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu/cpu_features.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
@@ -237,6 +243,165 @@ TEST(FloatDots, WeightedRowsEqualColumnDotsBitwise) {
     }
   }
 }
+
+// --- BF16: vdpbf16ps emulated in scalar code (dot_bf16's lane step)
+// -------------------------------
+
+// Bf16 bit patterns that reach every path of the lane step: ordinary values, values whose
+// products land around the smallest normal (2^-126, where FTZ acts), subnormals (DAZ), signed
+// zeros and large magnitudes.
+[[maybe_unused]] uint16_t edge_bf16(std::mt19937& rng) {
+  const uint32_t r = rng();
+  const uint32_t sign = r & 0x8000u, mant = (r >> 1) & 0x7fu;
+  uint32_t exp;
+  switch ((r >> 8) % 8) {
+    case 0:
+      return static_cast<uint16_t>(sign);  // +-0
+    case 1:
+      exp = 0;
+      break;  // subnormal (or zero)
+    case 2:
+      exp = 1 + (r >> 16) % 6;
+      break;  // smallest normals
+    case 3:
+    case 4:
+      exp = 58 + (r >> 16) % 12;
+      break;  // products near 2^-126
+    case 5:
+      exp = 150 + (r >> 16) % 40;
+      break;  // large
+    default:
+      exp = 120 + (r >> 16) % 14;
+      break;  // ordinary
+  }
+  return static_cast<uint16_t>(sign | exp << 7 | mant);
+}
+
+// Accumulators: the same classes in fp32, with subnormal fp32 values among them.
+[[maybe_unused]] float edge_fp32(std::mt19937& rng) {
+  const uint32_t r = rng(), m = rng() & 0x7fffffu, sign = r & 0x80000000u;
+  uint32_t exp;
+  switch (r % 6) {
+    case 0:
+      return std::bit_cast<float>(sign);
+    case 1:
+      exp = 0;
+      break;
+    case 2:
+      exp = 1 + (r >> 8) % 4;
+      break;
+    case 3:
+      exp = 30 + (r >> 8) % 100;
+      break;
+    default:
+      exp = 110 + (r >> 8) % 30;
+      break;
+  }
+  return std::bit_cast<float>(sign | exp << 23 | m);
+}
+
+[[maybe_unused]] bool same_float(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) ||
+         std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+// The lane step on documented cases: odd pair first, each step one rounding, FTZ after rounding.
+TEST(Bf16Lane, DocumentedOrderAndFlushes) {
+  const auto pair = [](float even, float odd) {
+    return static_cast<uint32_t>(fp32_to_bf16(even)) | static_cast<uint32_t>(fp32_to_bf16(odd))
+                                                           << 16;
+  };
+  // 1 + 2^-24 (odd first: rounds to 1), then + 2^-24 again: 1 (ties to even), not 1 + 2^-23.
+  EXPECT_EQ(vdpbf16ps_lane(1.0f, pair(0x1p-24f, 0x1p-24f), pair(1.0f, 1.0f)), 1.0f);
+  // Order: acc = 2^24, odd product -2^24, then even 1: exactly 1. Even first would give 0.
+  EXPECT_EQ(vdpbf16ps_lane(0x1p24f, pair(1.0f, -0x1p24f), pair(1.0f, 1.0f)), 1.0f);
+  // A subnormal bf16 input reads as zero.
+  const uint32_t sub = 0x0040u;  // bf16 2^-127 (subnormal)
+  EXPECT_EQ(vdpbf16ps_lane(0.0f, sub, pair(0x1p100f, 0.0f)), 0.0f);
+  // A subnormal accumulator reads as zero; a subnormal result is flushed to a signed zero.
+  EXPECT_EQ(vdpbf16ps_lane(0x1p-130f, pair(1.0f, 0.0f), pair(0x1p-120f, 0.0f)), 0x1p-120f);
+  EXPECT_EQ(
+      std::bit_cast<uint32_t>(vdpbf16ps_lane(0.0f, pair(-0x1p-70f, 0.0f), pair(0x1p-60f, 0.0f))),
+      0x80000000u);
+  // 2^-126 - 2^-151 rounds up to the smallest normal, which is kept (tininess after rounding).
+  EXPECT_EQ(vdpbf16ps_lane(0x1p-126f, pair(0x1p-75f, 0.0f), pair(-0x1p-76f, 0.0f)), 0x1p-126f);
+}
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics read a deliberately undefined register (as in the kernels).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512bf16"))) void vdpbf16ps16(const float* acc, const uint16_t* a,
+                                                               const uint16_t* b, float* out) {
+  const __m512 r = _mm512_dpbf16_ps(_mm512_loadu_ps(acc), (__m512bh)_mm512_loadu_si512(a),
+                                    (__m512bh)_mm512_loadu_si512(b));
+  _mm512_storeu_ps(out, r);
+}
+
+// tinyBLAS's AVX512BF16 structure written with the instruction itself (one accumulator over runs
+// of 32, GCC's _mm512_reduce_add_ps, in float), leftovers loaded with zeros beyond the row.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) float tinyblas_structure_dot_bf16(
+    const uint16_t* w, const uint16_t* x, int64_t n) {
+  __m512 c = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 m =
+        n - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (n - i)) - 1);
+    c = _mm512_dpbf16_ps(c, (__m512bh)_mm512_maskz_loadu_epi16(m, w + i),
+                         (__m512bh)_mm512_maskz_loadu_epi16(m, x + i));
+  }
+  return _mm512_reduce_add_ps(c);
+}
+#pragma GCC diagnostic pop
+
+// The scalar lane step equals the real instruction bit for bit on edge values.
+TEST(Bf16Lane, EqualsVdpbf16psOnThisCpu) {
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  std::mt19937 rng(2024);
+  int64_t flushed = 0;
+  for (int it = 0; it < 100000; ++it) {
+    float acc[16], out[16];
+    uint16_t a[32], b[32];
+    for (float& v : acc) v = edge_fp32(rng);
+    for (int j = 0; j < 32; ++j) {
+      a[j] = edge_bf16(rng);
+      b[j] = edge_bf16(rng);
+    }
+    vdpbf16ps16(acc, a, b, out);
+    for (int j = 0; j < 16; ++j) {
+      const uint32_t ap = a[2 * j] | static_cast<uint32_t>(a[2 * j + 1]) << 16;
+      const uint32_t bp = b[2 * j] | static_cast<uint32_t>(b[2 * j + 1]) << 16;
+      const float want = vdpbf16ps_lane(acc[j], ap, bp);
+      ASSERT_TRUE(same_float(out[j], want))
+          << std::hexfloat << "acc " << acc[j] << " a " << bf16_to_fp32(a[2 * j]) << ", "
+          << bf16_to_fp32(a[2 * j + 1]) << " b " << bf16_to_fp32(b[2 * j]) << ", "
+          << bf16_to_fp32(b[2 * j + 1]) << ": instruction " << out[j] << " emulation " << want;
+      flushed += out[j] == 0.0f && acc[j] != 0.0f;
+    }
+  }
+  EXPECT_GT(flushed, 1000);  // the data does reach the zero / flush paths
+}
+
+// dot_bf16 equals tinyBLAS's structure run on the instruction, leftovers included.
+TEST(Bf16Dot, EqualsTinyBlasStructureOnThisCpu) {
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (int64_t n : {1, 31, 32, 64, 100, 200, 1536, 8960}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<uint16_t> w(static_cast<size_t>(n)), x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        w[i] = trial % 2 ? edge_bf16(rng) : fp32_to_bf16(gauss(rng));
+        x[i] = trial % 2 ? edge_bf16(rng) : fp32_to_bf16(gauss(rng) * 3.0f);
+      }
+      const float want = tinyblas_structure_dot_bf16(w.data(), x.data(), n);
+      ASSERT_TRUE(same_float(dot_bf16(w.data(), x.data(), n), want))
+          << "n=" << n << " trial " << trial << ": " << dot_bf16(w.data(), x.data(), n) << " vs "
+          << want;
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace ponder

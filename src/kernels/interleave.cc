@@ -41,6 +41,26 @@ void interleave_q4_K(const BlockQ4_K* const rows[kX16Rows], int64_t b, BlockQ4KX
   }
 }
 
+// Q4_K's qs bytes and ggml's qh bytes, regrouped by lane; scales and mins as Q4_K's (the blocks
+// share their header).
+void interleave_q5_K(const BlockQ5_K* const rows[kX16Rows], int64_t b, BlockQ5KX16& out) {
+  for (int j = 0; j < kX16Rows; ++j) {
+    const BlockQ5_K& in = rows[j][b];
+    for (int l = 0; l < 8; ++l) {
+      for (int v = 0; v < 4; ++v) std::memcpy(out.q[l][v][j], in.qs + 32 * v + 4 * l, 4);
+      std::memcpy(out.q[l][4][j], in.qh + 4 * l, 4);
+    }
+    for (int c = 0; c < 8; ++c) {
+      uint8_t sc, m;
+      get_scale_min_k4(c, in.scales, &sc, &m);
+      out.scales[c][j] = sc;
+      out.mins[c / 2][j][c % 2] = m;
+    }
+    out.d[j] = in.d;
+    out.dmin[j] = in.dmin;
+  }
+}
+
 void interleave_q6_K(const BlockQ6_K* const rows[kX16Rows], int64_t b, BlockQ6KX16& out) {
   for (int j = 0; j < kX16Rows; ++j) {
     const BlockQ6_K& in = rows[j][b];
@@ -92,6 +112,7 @@ bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in) {
   if (n_out <= 0 || n_out % kX16Rows != 0 || n_in <= 0) return false;
   switch (type) {
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: return n_in % kQK_K == 0;
     case GgmlType::Q8_0: return n_in % 64 == 0;
     default: return false;
@@ -100,9 +121,11 @@ bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in) {
 
 int64_t x16_bytes(const WeightView& w) {
   const int64_t groups = w.n_out / kX16Rows;
+  const int64_t super_blocks = groups * (w.n_in / kQK_K);
   switch (w.type) {
-    case GgmlType::Q4_K: return groups * (w.n_in / kQK_K) * static_cast<int64_t>(sizeof(BlockQ4KX16));
-    case GgmlType::Q6_K: return groups * (w.n_in / kQK_K) * static_cast<int64_t>(sizeof(BlockQ6KX16));
+    case GgmlType::Q4_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ4KX16));
+    case GgmlType::Q5_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ5KX16));
+    case GgmlType::Q6_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ6KX16));
     default: return groups * (w.n_in / 64) * static_cast<int64_t>(sizeof(BlockQ80X16));
   }
 }
@@ -110,6 +133,8 @@ int64_t x16_bytes(const WeightView& w) {
 void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst) {
   if (w.type == GgmlType::Q4_K) {
     interleave_groups<BlockQ4_K, BlockQ4KX16>(w, g_begin, g_end, dst, interleave_q4_K);
+  } else if (w.type == GgmlType::Q5_K) {
+    interleave_groups<BlockQ5_K, BlockQ5KX16>(w, g_begin, g_end, dst, interleave_q5_K);
   } else if (w.type == GgmlType::Q6_K) {
     interleave_groups<BlockQ6_K, BlockQ6KX16>(w, g_begin, g_end, dst, interleave_q6_K);
   } else {

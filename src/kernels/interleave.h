@@ -1,7 +1,7 @@
 // Weights rearranged at load time into groups of 16 rows ("x16" layouts), the layout the fast
 // kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2: x86/matmul_x16_avx2.cc, each half of
 // a 64-byte vector in one 256-bit register), and the scalar row dots that define, output by
-// output, what those kernels compute.
+// output, what those kernels compute (Q5_K's: the reference row dot itself, see below).
 //
 // Why another layout: the ggml block layout keeps one row's super-block together (scales packed in
 // 6 bits, nibbles in 32-byte runs), so a kernel spends more instructions unpacking scales and
@@ -23,6 +23,9 @@
 // This is not llama.cpp's float order (8 float lanes per super-block): it rounds fewer times, and
 // moves the tiny golden models' logits within their thresholds (docs/numerics.md has the figures).
 // Every batch size uses it, so a row's result never depends on its batch.
+// Q5_K is the exception: its x16 kernels keep llama.cpp's order (dot_q5_K of dot_ggml_order.h, 8
+// float lanes per super-block), bit for bit, because on the Q5_K_M golden file any other rounding
+// of its dots lands above the 0.02 threshold (measured in docs/numerics.md).
 // Depends on gguf (GgmlType), quant/blocks.h and kernels/matmul.h.
 #pragma once
 
@@ -48,6 +51,23 @@ struct BlockQ4KX16 {
 };
 static_assert(sizeof(BlockQ4KX16) == 2368 && sizeof(BlockQ4KX16) % 64 == 0);
 
+// One super-block of 16 Q5_K rows; 2880 bytes (180 per row, 176 in ggml), in the order of
+// llama.cpp's lanes: lane l (l < 8) sums elements 4l .. 4l + 3 of every sub-block, so its vectors
+// are together, 4 with bits 0-3 of its codes and one with bit 4 of them. The 5-bit codes are put
+// together in registers (a shift and two masks per 64 codes) rather than stored one per byte:
+// decode streams the weights from memory, so the copy keeps ggml's ~5.5 bits per weight.
+struct BlockQ5KX16 {
+  // q[l][v][j][t], v < 4: byte 32v + 4l + t of row j's qs; its low nibble is bits 0-3 of element
+  // 64v + 4l + t (sub-block 2v), its high nibble of element 64v + 32 + 4l + t (sub-block 2v + 1).
+  // q[l][4][j][t]: byte 4l + t of row j's qh; its bit c is bit 4 of element 32c + 4l + t.
+  uint8_t q[8][5][kX16Rows][4];
+  uint8_t scales[8][kX16Rows];   // as BlockQ4KX16
+  uint8_t mins[4][kX16Rows][2];  // as BlockQ4KX16
+  uint16_t d[kX16Rows];          // f16
+  uint16_t dmin[kX16Rows];       // f16
+};
+static_assert(sizeof(BlockQ5KX16) == 2880 && sizeof(BlockQ5KX16) % 64 == 0);
+
 // One super-block of 16 Q6_K rows; 3392 bytes (212 per row, 210 in ggml).
 struct BlockQ6KX16 {
   // q[s][v][j][t] for sub-block s (elements 16s .. 16s + 15), plane v < 3, row j: bits 0-5 hold
@@ -66,8 +86,8 @@ struct BlockQ80X16 {
 };
 static_assert(sizeof(BlockQ80X16) == 1088 && sizeof(BlockQ80X16) % 64 == 0);
 
-// Whether weights of this type and shape have an x16 layout (Q4_K, Q6_K, Q8_0; n_out a multiple
-// of 16, n_in of 256 or, for Q8_0, 64).
+// Whether weights of this type and shape have an x16 layout (Q4_K, Q5_K, Q6_K, Q8_0; n_out a
+// multiple of 16, n_in of 256 or, for Q8_0, 64).
 bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in);
 
 // Bytes of the x16 copy of w (a multiple of 64).
@@ -77,7 +97,8 @@ int64_t x16_bytes(const WeightView& w);
 // (64-byte aligned). Group g holds rows 16g .. 16g + 15, its super-blocks in order.
 void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst);
 
-// The scalar x16-order dots of a ggml-layout weight row with a Q8_K activation row.
+// The scalar x16-order dots of a ggml-layout weight row with a Q8_K activation row (Q5_K's x16
+// kernels match dot_q5_K of dot_ggml_order.h instead).
 float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n);
 float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n);
 // The same for Q8_0 weights and a Q8_0 activation row.

@@ -35,8 +35,9 @@ struct MatmulKernel {
 };
 
 // The best kernel for weights of `type` at most `isa` can run (AVX-512 kernels also need VNNI,
-// else the AVX2 one is used); the scalar reference if there is no SIMD one; nullptr if the type
-// has no row dot at all (weights stored in an activation type such as Q8_K).
+// the BF16 one AVX512_BF16, else the AVX2 one is used); the scalar reference if there is no SIMD
+// one; nullptr if the type has no row dot at all (weights stored in an activation type such as
+// Q8_K).
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 
 // The same for the ISA the process runs with (active_isa(), PONDER_ISA).

@@ -16,6 +16,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "quant/blocks.h"
+#include "quant/half.h"
 #include "quant/quantize.h"
 
 namespace ponder {
@@ -45,7 +46,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 }
 
 // Random weights [n_out, n_in] quantized to `type`, plus codes files may hold though our quantizer
-// never writes them: random Q4_K scale bytes, extreme Q6_K scales, Q8_0 -128.
+// never writes them: random Q4_K / Q5_K scale bytes, extreme Q6_K scales, Q8_0 -128.
 std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.05f, 3.0f);
@@ -57,11 +58,26 @@ std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, 
     for (float& v : row) v = s * gauss(rng);
     quantize_row(type, row.data(), w.data() + o * row_bytes, n_in);
   }
-  if (type == GgmlType::Q4_K) {  // every bit of the packed scales and mins, not just likely ones
+  if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {  // every bit of the packed scales and
+    std::uniform_int_distribution<int> byte(0, 255);          // mins, not just likely ones
+    auto randomize_scales = [&](auto* blocks) {
+      for (int64_t b = 0; b < n_out * n_in / kQK_K; b += 3) {
+        for (uint8_t& s : blocks[b].scales) s = static_cast<uint8_t>(byte(rng));
+      }
+    };
+    if (type == GgmlType::Q4_K) {
+      randomize_scales(reinterpret_cast<BlockQ4_K*>(w.data()));
+    } else {
+      randomize_scales(reinterpret_cast<BlockQ5_K*>(w.data()));
+    }
+  }
+  if (type == GgmlType::Q2_K || type == GgmlType::Q3_K) {  // every scale (and Q2_K min) code
     std::uniform_int_distribution<int> byte(0, 255);
-    BlockQ4_K* blocks = reinterpret_cast<BlockQ4_K*>(w.data());
     for (int64_t b = 0; b < n_out * n_in / kQK_K; b += 3) {
-      for (uint8_t& s : blocks[b].scales) s = static_cast<uint8_t>(byte(rng));
+      uint8_t* scales = type == GgmlType::Q2_K ? reinterpret_cast<BlockQ2_K*>(w.data())[b].scales
+                                               : reinterpret_cast<BlockQ3_K*>(w.data())[b].scales;
+      const int n = type == GgmlType::Q2_K ? 16 : 12;
+      for (int i = 0; i < n; ++i) scales[i] = static_cast<uint8_t>(byte(rng));
     }
   }
   if (type == GgmlType::Q6_K) {  // the extreme scales
@@ -134,7 +150,14 @@ TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
   std::vector<Shape> shapes = {{256, 1, 1},  {256, 37, 5},  {512, 3, 37},  {768, 17, 1},
                                {1536, 9, 4}, {1536, 64, 7}, {2304, 5, 13}, {8960, 7, 3},
                                {8960, 2, 1}, {4096, 33, 9}};
-  if (GetParam().type == GgmlType::F16) {  // rows that are not whole runs of 64 or 16
+  if (GetParam().type == GgmlType::Q4_0 || GetParam().type == GgmlType::Q4_1 ||
+      GetParam().type == GgmlType::Q5_0 || GetParam().type == GgmlType::Q5_1) {
+    // Rows of blocks that are no whole super-block, more outputs than one cache block of the
+    // legacy kernels (64) and activation tiles of every size.
+    shapes.insert(shapes.end(), {{96, 5, 2}, {32, 17, 3}, {1536, 150, 17}, {8960, 19, 8}});
+  }
+  // Rows that are not whole runs of 64 or 16.
+  if (GetParam().type == GgmlType::F16 || GetParam().type == GgmlType::BF16) {
     shapes.insert(shapes.end(), {{200, 5, 3}, {208, 7, 1}, {208, 7, 6}, {16, 3, 2}});
   }
   for (const Shape& s : shapes) {
@@ -190,7 +213,9 @@ TEST_P(SimdKernelTest, RowAloneEqualsRowInBatch) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16}) {
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
+                     GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                     GgmlType::Q3_K}) {
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
   }
   return cases;
@@ -198,9 +223,138 @@ std::vector<Case> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases()), case_name);
 
+// Legacy types (Q4_0, Q4_1, Q5_0, Q5_1) and Q2_K / Q3_K with every quant and scale at its
+// smallest or largest code, block by block, against activations of largest magnitude and one sign:
+// the kernels keep 16-bit sums of up to 16 products (Q4_0) or 2 (the others), which come closest
+// to saturating here.
+class LegacyExtremeTest : public testing::TestWithParam<Case> {};
+
+std::vector<uint8_t> extreme_legacy_weights(GgmlType type, int64_t n_in, int64_t n_out) {
+  constexpr uint16_t kOne = 0x3C00;  // f16 1.0
+  const bool k_type = type == GgmlType::Q2_K || type == GgmlType::Q3_K;
+  const int64_t block_bytes = ggml_row_bytes(type, k_type ? kQK_K : kQK);
+  const int64_t nb = n_in * n_out / (k_type ? kQK_K : kQK);
+  std::vector<uint8_t> w(static_cast<size_t>(block_bytes * nb));
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = w.data() + b * block_bytes;
+    const uint8_t fill = b % 3 == 0 ? 0x00 : (b % 3 == 1 ? 0xFF : 0xF0);
+    std::memset(blk, fill, static_cast<size_t>(block_bytes));
+    if (type == GgmlType::Q2_K) {
+      BlockQ2_K* q = reinterpret_cast<BlockQ2_K*>(blk);
+      q->d = q->dmin = kOne;
+    } else if (type == GgmlType::Q3_K) {
+      reinterpret_cast<BlockQ3_K*>(blk)->d = kOne;
+    } else {
+      std::memcpy(blk, &kOne, 2);  // d, then Q4_1 / Q5_1's m
+      if (type == GgmlType::Q4_1 || type == GgmlType::Q5_1) std::memcpy(blk + 2, &kOne, 2);
+    }
+  }
+  return w;
+}
+
+TEST_P(LegacyExtremeTest, ExtremeCodesDoNotSaturate) {
+  const MatmulKernel* k = find_matmul_kernel(GetParam().type, GetParam().isa);
+  if (k == nullptr || k->isa != GetParam().isa)
+    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel for this type on this CPU";
+  const MatmulKernel* ref = find_matmul_kernel(GetParam().type, Isa::kScalar);
+  const int64_t n_in = 512, n_out = 19, n_rows = 5;
+  const std::vector<uint8_t> wq = extreme_legacy_weights(GetParam().type, n_in, n_out);
+  const WeightView w{GetParam().type, wq.data(), n_in, n_out};
+  // Rows of +1, of -1, alternating signs, +1 after one -1, and +1 with every other block -1.
+  std::vector<float> x(static_cast<size_t>(n_in * n_rows), 1.0f);
+  for (int64_t i = 0; i < n_in; ++i) {
+    x[n_in + i] = -1.0f;
+    x[2 * n_in + i] = i % 2 == 0 ? 1.0f : -1.0f;
+    x[4 * n_in + i] = (i / kQK) % 2 == 0 ? 1.0f : -1.0f;
+  }
+  x[3 * n_in] = -1.0f;
+  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN);
+  std::vector<float> y(y_ref.size(), NAN);
+  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
+  run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
+  for (size_t e = 0; e < y.size(); ++e) {
+    ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
+        << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
+  }
+}
+
+std::vector<Case> legacy_cases() {
+  std::vector<Case> cases;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                     GgmlType::Q3_K}) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Legacy, LegacyExtremeTest, testing::ValuesIn(legacy_cases()), case_name);
+
+// BF16 weights and activations whose products and sums pass through the subnormal range, with
+// subnormal bf16 weights, signed zeros and tiny activations: vdpbf16ps's DAZ / FTZ steps (and the
+// AVX2 emulation of them) must match the scalar reference, alone and in batches.
+class Bf16KernelTest : public testing::TestWithParam<Isa> {};
+
+TEST_P(Bf16KernelTest, SubnormalRangeBitwiseEqualToScalarReference) {
+  const MatmulKernel* k = find_matmul_kernel(GgmlType::BF16, GetParam());
+  if (k == nullptr || k->isa != GetParam())
+    GTEST_SKIP() << "no " << isa_name(GetParam()) << " BF16 kernel on this CPU";
+  const MatmulKernel* ref = find_matmul_kernel(GgmlType::BF16, Isa::kScalar);
+  std::mt19937 rng(4242);
+  const auto edge_bits = [&](uint32_t exp_lo, uint32_t exp_span) -> uint32_t {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    if (r % 11 == 0) return r & 0x80000000u;                             // +-0
+    const uint32_t exp = r % 7 == 0 ? 0 : exp_lo + (r >> 8) % exp_span;  // subnormal or not
+    return (r & 0x80000000u) | exp << 23 | (static_cast<uint32_t>(rng()) & 0x7fffffu);
+  };
+  // Biased exponent ranges {first, count} of weights and activations, zeros and subnormals mixed
+  // in: products around 2^-126 (the FTZ of each step); subnormal weights times large activations
+  // (DAZ of the weights: read as zero, else the products would be normal); the converse.
+  struct Regime {
+    uint32_t w_exp[2], x_exp[2];
+  };
+  const Regime regimes[] = {{{56, 16}, {56, 16}}, {{1, 10}, {180, 20}}, {{180, 20}, {1, 10}}};
+  for (const Regime& g : regimes) {
+    for (int64_t n_in : {64, 200, 1536}) {
+      SCOPED_TRACE(testing::Message()
+                   << "weight exponents from " << g.w_exp[0] << ", n_in " << n_in);
+      const int64_t n_out = 9, n_rows = 5;
+      std::vector<uint16_t> wq(static_cast<size_t>(n_in * n_out));
+      for (uint16_t& v : wq) v = static_cast<uint16_t>(edge_bits(g.w_exp[0], g.w_exp[1]) >> 16);
+      std::vector<float> x(static_cast<size_t>(n_in * n_rows));
+      for (float& v : x) {
+        const uint32_t b = edge_bits(g.x_exp[0], g.x_exp[1]);
+        std::memcpy(&v, &b, sizeof(v));
+      }
+      const WeightView w{GgmlType::BF16, wq.data(), n_in, n_out};
+      std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN), y(y_ref.size(), NAN);
+      run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
+      run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
+      int zeros = 0;
+      for (size_t e = 0; e < y.size(); ++e) {
+        ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
+            << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
+        zeros += y[e] == 0.0f;
+      }
+      EXPECT_LT(zeros, n_rows * n_out) << "the data should not flush every output";
+      for (int64_t r = 0; r < n_rows; ++r) {
+        std::vector<float> y_alone(static_cast<size_t>(n_out));
+        run_kernel(*k, w, x.data() + r * n_in, 1, 0, n_out, y_alone.data());
+        EXPECT_EQ(std::memcmp(y_alone.data(), y.data() + r * n_out, n_out * sizeof(float)), 0)
+            << "row " << r;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16Kernels, Bf16KernelTest, testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const testing::TestParamInfo<Isa>& info) {
+                           return std::string(isa_name(info.param));
+                         });
+
 // --- x16 layout kernels (kernels/interleave.h) ---------------------------------------------------
 
-// Each x16 SIMD kernel (AVX2, AVX-512) the CPU can run, whichever one active_isa() would pick.
+// Each x16 SIMD kernel (AVX2, AVX-512, NEON) the CPU can run, whichever one active_isa() would
+// pick; the others skip (scripts/cross_arm64.sh runs the NEON ones under qemu).
 class X16KernelTest : public testing::TestWithParam<Case> {
  protected:
   const MatmulKernel* kernel() {
@@ -231,7 +385,7 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   };
   for (const Shape& s : std::vector<Shape>{{256, 16, 1}, {256, 48, 5}, {1536, 32, 1},
                                            {1536, 64, 9}, {512, 16, 4}, {8960, 16, 3},
-                                           {2304, 32, 13}}) {
+                                           {2304, 32, 13}, {512, 80, 17}}) {
     SCOPED_TRACE(testing::Message()
                  << "n_in " << s.n_in << " n_out " << s.n_out << " n_rows " << s.n_rows);
     const std::vector<uint8_t> wq = random_weights(type, s.n_in, s.n_out, rng);
@@ -262,9 +416,9 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   }
 }
 
-// Every weight at its largest code (Q4_K 15 with scales and mins 63, Q6_K 63 with scales -128 and
-// 127, Q8_0 -128) against activations of largest magnitude and one sign: the int16 sums of the
-// kernels without 32-bit dot products come closest to saturating here.
+// Every weight at its largest code (Q4_K 15 and Q5_K 31 with scales and mins 63, Q6_K 63 with
+// scales -128 and 127, Q8_0 -128) against activations of largest magnitude and one sign: the int16
+// sums of the kernels without 32-bit dot products come closest to saturating here.
 std::vector<uint8_t> extreme_weights(GgmlType type, int64_t n_in, int64_t n_out) {
   constexpr uint16_t kOne = 0x3C00;  // f16 1.0
   const int64_t nb = n_in * n_out / (type == GgmlType::Q8_0 ? kQK : kQK_K);
@@ -274,6 +428,12 @@ std::vector<uint8_t> extreme_weights(GgmlType type, int64_t n_in, int64_t n_out)
       BlockQ4_K& q = reinterpret_cast<BlockQ4_K*>(w.data())[b];
       q.d = q.dmin = kOne;
       std::memset(q.scales, 0xFF, sizeof(q.scales));
+      std::memset(q.qs, 0xFF, sizeof(q.qs));
+    } else if (type == GgmlType::Q5_K) {
+      BlockQ5_K& q = reinterpret_cast<BlockQ5_K*>(w.data())[b];
+      q.d = q.dmin = kOne;
+      std::memset(q.scales, 0xFF, sizeof(q.scales));
+      std::memset(q.qh, 0xFF, sizeof(q.qh));
       std::memset(q.qs, 0xFF, sizeof(q.qs));
     } else if (type == GgmlType::Q6_K) {
       BlockQ6_K& q = reinterpret_cast<BlockQ6_K*>(w.data())[b];
@@ -318,8 +478,8 @@ TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
 
 std::vector<Case> x16_cases() {
   std::vector<Case> cases;
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) cases.push_back({t, isa});
   }
   return cases;
 }
@@ -365,11 +525,77 @@ INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest, testing::Values(GgmlType::Q4_K, Ggml
                          });
 
 TEST(KernelTableTest, FallsBackToScalarAndKnowsNoDotTypes) {
-  const MatmulKernel* k = find_matmul_kernel(GgmlType::Q5_1, Isa::kAvx512);
+  const MatmulKernel* k = find_matmul_kernel(GgmlType::Q5_K, Isa::kAvx512);
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->isa, Isa::kScalar);
   EXPECT_EQ(find_matmul_kernel(GgmlType::Q8_K, Isa::kScalar), nullptr);
   ASSERT_NE(active_matmul_kernel(GgmlType::Q4_K), nullptr);
+}
+
+// A type with an x16 layout but no SIMD kernel for an ISA (Q5_K has none for NEON, nor any type
+// for the scalar ISA) gets the scalar x16-order kernel, which reads the ggml rows.
+TEST(KernelTableTest, X16FallsBackToTheScalarX16Order) {
+  for (Isa isa : {Isa::kScalar, Isa::kNeon}) {
+    const MatmulKernel* k = find_x16_matmul_kernel(GgmlType::Q5_K, isa);
+    ASSERT_NE(k, nullptr) << isa_name(isa);
+    EXPECT_TRUE(k->x16) << isa_name(isa);
+    if (isa == Isa::kScalar || !isa_supported(isa)) {
+      EXPECT_EQ(k->isa, Isa::kScalar) << isa_name(isa);
+    }
+  }
+  // No copy is worth making for the scalar kernel (it reads the ggml rows).
+  EXPECT_EQ(x16_kernel_available(GgmlType::Q5_K),
+            find_x16_matmul_kernel(GgmlType::Q5_K, active_isa())->isa != Isa::kScalar);
+  EXPECT_EQ(find_x16_matmul_kernel(GgmlType::Q3_K, Isa::kScalar), nullptr);
+  EXPECT_FALSE(x16_supported(GgmlType::Q3_K, 16, 256));
+}
+
+// Q5_K's x16 kernels keep llama.cpp's order (kernels/interleave.h): their scalar reference, which
+// X16KernelTest holds the SIMD ones to, is bitwise the reference kernel of the ggml layout.
+TEST(X16LayoutTest, Q5KX16OrderIsTheReferenceOrder) {
+  const MatmulKernel* x16_ref = find_x16_matmul_kernel(GgmlType::Q5_K, Isa::kScalar);
+  const MatmulKernel* ref = find_matmul_kernel(GgmlType::Q5_K, Isa::kScalar);
+  ASSERT_TRUE(x16_ref != nullptr && ref != nullptr);
+  std::mt19937 rng(31);
+  const int64_t n_in = 2304, n_out = 32, n_rows = 5;
+  const std::vector<uint8_t> wq = random_weights(GgmlType::Q5_K, n_in, n_out, rng);
+  const WeightView w{GgmlType::Q5_K, wq.data(), n_in, n_out};
+  const std::vector<float> x = random_activations(n_in, n_rows, rng);
+  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN), y(y_ref.size(), NAN);
+  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
+  run_kernel(*x16_ref, w, x.data(), n_rows, 0, n_out, y.data());
+  EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0);
+}
+
+// The Q5_K copy holds every code, scale, min and f16 scale where interleave.h says: the weights
+// rebuilt from it equal the ggml dequantization bit for bit.
+TEST(X16LayoutTest, Q5KCopyHoldsEveryWeight) {
+  std::mt19937 rng(23);
+  const int64_t n_in = 512, n_out = 32, nb = n_in / kQK_K;
+  const std::vector<uint8_t> wq = random_weights(GgmlType::Q5_K, n_in, n_out, rng);
+  WeightView w{GgmlType::Q5_K, wq.data(), n_in, n_out};
+  ASSERT_TRUE(x16_supported(w.type, w.n_out, w.n_in));
+  ASSERT_EQ(x16_bytes(w), n_out / kX16Rows * nb * static_cast<int64_t>(sizeof(BlockQ5KX16)));
+  AlignedBuffer x16 = interleaved(w);
+  const BlockQ5KX16* blocks = reinterpret_cast<const BlockQ5KX16*>(x16.data());
+  std::vector<float> ref(static_cast<size_t>(n_in));
+  for (int64_t o = 0; o < n_out; ++o) {
+    dequantize_row(w.type, w.row(o), ref.data(), n_in);
+    const int j = static_cast<int>(o % kX16Rows);
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ5KX16& xb = blocks[(o / kX16Rows) * nb + b];
+      const float d = fp16_to_fp32(xb.d[j]), dmin = fp16_to_fp32(xb.dmin[j]);
+      for (int e = 0; e < kQK_K; ++e) {
+        const int p = e / 64, h = e % 64 / 32, l = e % 32 / 4, t = e % 4, c = 2 * p + h;
+        const int code =
+            ((xb.q[l][p][j][t] >> (4 * h)) & 0xF) | (((xb.q[l][4][j][t] >> c) & 1) << 4);
+        const float v = d * xb.scales[c][j] * code - dmin * xb.mins[p][j][h];
+        ASSERT_EQ(std::memcmp(&v, &ref[b * kQK_K + e], sizeof(float)), 0)
+            << "row " << o << " element " << b * kQK_K + e << ": " << v << " vs "
+            << ref[b * kQK_K + e];
+      }
+    }
+  }
 }
 
 }  // namespace

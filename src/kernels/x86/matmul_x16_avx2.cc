@@ -11,7 +11,8 @@
 // results per int16 sum (2 * 2 * 63 * 127 = 32004); Q8_0 codes (-128..127, stored + 128) go in as
 // |w| with the activation given w's sign (vpsignb), 2 * 128 * 127 = 32512 per pair. Then one
 // fused multiply-add per row and super-block (per block for Q8_0), in the order of
-// dot_q4_K_x16_order / dot_q6_K_x16_order / dot_q8_0_x16_order, for any batch size.
+// dot_q4_K_x16_order / dot_q6_K_x16_order / dot_q8_0_x16_order, for any batch size. Q5_K keeps
+// llama.cpp's order (dot_q5_K): each vpmaddubsw pair (2 * 31 * 127) is scaled by its own vpmaddwd.
 // Compiled with -mavx2 -mfma -mf16c; see x86/tile_driver.h for why nothing here is inline-shared.
 #include <immintrin.h>
 
@@ -149,6 +150,94 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) {
       _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_sub_ps(acc[r][hf], accm[r][hf]));
+    }
+  }
+}
+
+// --- Q5_K --------------------------------------------------------------------------------------
+
+// Q5_K in llama.cpp's order, as the AVX-512 kernel (x86/matmul_x16_avx512.cc explains it): per
+// half, 8 exact integer lane sums per row and super-block from vpmaddubsw pairs (at most
+// 2 * 31 * 127) scaled by vpmaddwd, then acc[l] = fma(dx * d, float(lane), acc[l]) and
+// summs = fma(-dx * dmin, float(min sum), summs); result hsum8(acc) + summs.
+template <int R>
+void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m16 = _mm256_set1_epi8(0x10);
+  __m256 acc[R][2][8], summs[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) {
+      summs[r][hf] = _mm256_setzero_ps();
+      for (int l = 0; l < 8; ++l) acc[r][hf][l] = _mm256_setzero_ps();
+    }
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ5KX16& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + 2560 + 64 * i);
+#pragma GCC unroll 2
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row0 = kHalfRows * hf;
+      __m256i sc2[8];
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) sc2[c] = scale_pairs_u8(wb.scales[c] + row0);
+      const __m256 d = _mm256_cvtph_ps(load16(wb.d + row0));
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l) {
+        const __m256i hb = load32(wb.q[l][4][row0]);
+        if (hf == 0) {
+          for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
+        }
+        __m256i lane[R];
+        for (int r = 0; r < R; ++r) lane[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          const __m256i raw = load32(wb.q[l][v][row0]);
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            const int c = 2 * v + h;
+            const __m256i nib = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
+            const __m256i hs = c < 4    ? _mm256_slli_epi16(hb, 4 - c)
+                               : c == 4 ? hb
+                                        : _mm256_srli_epi16(hb, c - 4);
+            const __m256i q = _mm256_or_si256(nib, _mm256_and_si256(hs, m16));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+              const __m256i prod =
+                  _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+              lane[r] = _mm256_add_epi32(lane[r], _mm256_madd_epi16(prod, sc2[c]));
+            }
+          }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(x[r][b].d), d);
+          acc[r][hf][l] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(lane[r]), acc[r][hf][l]);
+        }
+      }
+      __m256i mins[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) mins[p] = _mm256_cvtepu8_epi16(load16(wb.mins[p][row0]));
+      const __m256 dmin = _mm256_cvtph_ps(load16(wb.dmin + row0));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        __m256i m = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+          m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[p], bcast4(x[r][b].sums32 + 2 * p)));
+        const __m256 ddmin = _mm256_mul_ps(_mm256_set1_ps(-x[r][b].d), dmin);
+        summs[r][hf] = _mm256_fmadd_ps(ddmin, _mm256_cvtepi32_ps(m), summs[r][hf]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int hf = 0; hf < 2; ++hf) {
+      const __m256* a = acc[r][hf];  // hsum8 of dot_ggml_order.cc
+      const __m256 r0 = _mm256_add_ps(a[4], a[0]), r1 = _mm256_add_ps(a[5], a[1]);
+      const __m256 r2 = _mm256_add_ps(a[6], a[2]), r3 = _mm256_add_ps(a[7], a[3]);
+      const __m256 sum = _mm256_add_ps(_mm256_add_ps(r0, r2), _mm256_add_ps(r1, r3));
+      _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_add_ps(sum, summs[r][hf]));
     }
   }
 }
@@ -336,6 +425,13 @@ struct Q4KGroup {
   }
 };
 template <int R>
+struct Q5KGroup {
+  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y,
+                  int64_t s) {
+    q5_K_group<R>(w, nb, x, y, s);
+  }
+};
+template <int R>
 struct Q6KGroup {
   static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
                   int64_t s) {
@@ -355,6 +451,11 @@ void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_be
   gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
+void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
+               int64_t o_end, float* y, int64_t y_stride) {
+  gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
+}
+
 void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
                int64_t o_end, float* y, int64_t y_stride) {
   gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
@@ -367,6 +468,7 @@ void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_be
 
 constexpr MatmulKernel kKernels[] = {
     {GgmlType::Q4_K, Isa::kAvx2, "q4_K_x16_avx2", packed_row_bytes, pack_row, gemm_q4_K, true},
+    {GgmlType::Q5_K, Isa::kAvx2, "q5_K_x16_avx2", packed_row_bytes, pack_row, gemm_q5_K, true},
     {GgmlType::Q6_K, Isa::kAvx2, "q6_K_x16_avx2", packed_row_bytes, pack_row, gemm_q6_K, true},
     {GgmlType::Q8_0, Isa::kAvx2, "q8_0_x16_avx2", q8_0_packed_row_bytes, q8_0_pack_row,
      gemm_q8_0, true},
