@@ -29,7 +29,8 @@ struct MatmulKernel {
   // xp holds n_rows packed rows back to back.
   void (*gemm)(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
                float* y, int64_t y_stride);
-  // True for the kernels of the x16 order (kernels/interleave.h). Their SIMD gemm reads w.x16 and
+  // True for the kernels of the x16 layouts (kernels/interleave.h; the x16 order, or for Q5_K
+  // llama.cpp's order on that layout). Their SIMD gemm reads w.x16 and
   // needs o_begin and o_end to be multiples of 16; the scalar one reads the ggml rows.
   bool x16 = false;
 };
