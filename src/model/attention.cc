@@ -35,11 +35,12 @@ void run_tasks(ThreadPool& pool, int64_t n_tasks, const Task& task) {
   });
 }
 
-// Tiles: runs of up to max_rows consecutive rows of one sequence; returns their first rows and,
-// last, n_rows.
-std::vector<int64_t> row_tiles(const Batch& batch, int64_t max_rows) {
+// Tiles: runs of up to max_rows consecutive rows of one sequence; `begin` gets their first rows
+// and, last, n_rows (kept in the scratch: no allocation per layer once grown).
+const std::vector<int64_t>& row_tiles(const Batch& batch, int64_t max_rows,
+                                      std::vector<int64_t>& begin) {
   const int64_t n_rows = static_cast<int64_t>(batch.rows.size());
-  std::vector<int64_t> begin;
+  begin.clear();
   for (int64_t r = 0; r < n_rows; ++r) {
     if (begin.empty() || batch.rows[r].seq != batch.rows[begin.back()].seq ||
         r - begin.back() == max_rows) {
@@ -75,7 +76,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   const int64_t B = kFlashBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  const std::vector<int64_t> tile_begin = row_tiles(batch, kFlashRows);
+  const std::vector<int64_t>& tile_begin = row_tiles(batch, kFlashRows, scratch.tiles);
   const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
   const int64_t max_q = kFlashRows * group;
   if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
@@ -156,7 +157,7 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
   const int64_t hd = c.head_dim;
   const int64_t bs = in.cache.block_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const std::vector<int64_t> tile_begin = row_tiles(batch, kGgmlTileRows);
+  const std::vector<int64_t>& tile_begin = row_tiles(batch, kGgmlTileRows, scratch.tiles);
   const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
   int32_t max_pos = 0;
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);

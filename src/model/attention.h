@@ -47,6 +47,7 @@ struct AttentionScratch {
     std::vector<const uint16_t*> rows;
   };
   std::vector<PerThread> threads;
+  std::vector<int64_t> tiles;  // first row of each tile, then n_rows (row_tiles in attention.cc)
 };
 
 void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool);

@@ -20,9 +20,8 @@
 namespace ponder {
 namespace {
 
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
-
-int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
 
 float bits_to_float(uint32_t u) {
   float f;

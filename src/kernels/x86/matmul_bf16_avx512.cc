@@ -23,9 +23,8 @@
 namespace ponder {
 namespace {
 
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
-
-int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
 
 // fp32_to_bf16 of quant/half.h: round to nearest even on the 16 dropped bits, NaN made quiet.
 uint16_t bf16_round(float f) {

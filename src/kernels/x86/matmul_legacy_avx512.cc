@@ -30,22 +30,8 @@ namespace ponder {
 namespace {
 
 #include "kernels/x86/matmul_legacy_pack.h"
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
-
-int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
-
-float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-
-// hsum_float_8 of the reference: upper half + lower half, then (r0 + r2) + (r1 + r3).
-float hsum8(__m256 a) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
-__m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-__m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // The weight rows are read as several interleaved streams (16 rows for Q4_0), which the hardware
 // prefetchers follow poorly: each kernel asks for the block kPrefetchBlocks ahead in every row

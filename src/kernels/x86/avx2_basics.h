@@ -1,0 +1,23 @@
+// Small AVX2-level helpers every x86 matmul kernel file uses: rounding a packed row size up to
+// 64 bytes, one f16 to f32, unaligned 128/256-bit loads, and hsum_float_8 (llama.cpp's reduction
+// of 8 float lanes, which the reference orders reproduce). Included only inside the anonymous
+// namespace of the per-ISA translation units (x86/matmul_*.cc), so each gets its own copy
+// compiled with its own target flags (x86/tile_driver.h says why nothing is shared inline).
+#pragma once
+
+// Expects <immintrin.h> and <cstdint> to be included by the including file (outside the namespace).
+
+inline int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
+
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// hsum_float_8 of the reference: upper half + lower half, then (r0 + r2) + (r1 + r3).
+inline float hsum8(__m256 a) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
