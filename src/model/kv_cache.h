@@ -20,6 +20,10 @@ class KvCache {
   int64_t kv_dim() const { return kv_dim_; }
   size_t bytes() const { return (k_.size() + v_.size()) * sizeof(uint16_t); }
 
+  // Copies the first n_slots positions of block src into block dst, in every layer (copy on write
+  // of a shared partial block).
+  void copy_block(int64_t src, int64_t dst, int64_t n_slots);
+
   // The [kv_dim] f16 vector of key / value at (layer, block, slot).
   uint16_t* k(int64_t layer, int64_t block, int64_t slot) { return &k_[index(layer, block, slot)]; }
   uint16_t* v(int64_t layer, int64_t block, int64_t slot) { return &v_[index(layer, block, slot)]; }

@@ -15,36 +15,11 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "model/qwen2_model.h"
+#include "runtime/request.h"
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
 
 namespace ponder {
-
-struct GenerateOptions {
-  int32_t max_tokens = 4096;
-  SamplerParams sampling;
-  std::vector<std::string> stop;  // stop strings (not emitted)
-  bool stop_at_eog = true;        // stop at EOS / end-of-turn tokens
-};
-
-struct GenerateStats {
-  int32_t n_prompt = 0;   // prompt tokens
-  int32_t n_reused = 0;   // of those, taken from the KV cache
-  int32_t n_gen = 0;      // generated tokens
-  double prompt_s = 0;    // time to process the prompt (the new part)
-  double gen_s = 0;       // time from the first to the last generated token
-  double ttft_s = 0;      // time to first token, from the call
-  std::string finish_reason;  // "stop" (EOS or stop string), "length", "context", "cancelled"
-  std::vector<int32_t> tokens;  // generated ids
-};
-
-// Threads of a generator: decode steps (one row) and prompt chunks (many rows) may use different
-// counts (--threads / --threads-batch); pinning puts thread i on the i-th physical core.
-struct ThreadConfig {
-  int n_threads = 1;
-  int n_threads_batch = 0;  // 0: n_threads
-  bool pin = false;
-};
 
 class Generator {
  public:

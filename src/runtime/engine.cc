@@ -1,0 +1,411 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <limits>
+#include <thread>
+
+#include "base/log.h"
+#include "base/timer.h"
+#include "cpu/topology.h"
+#include "runtime/reasoning_splitter.h"
+#include "runtime/stop_strings.h"
+#include "text/stream_decoder.h"
+
+namespace ponder {
+namespace {
+
+constexpr int32_t kMinPrefillChunk = 16;  // prompt rows per step at least, however busy
+constexpr int32_t kMaxChoices = 16;
+constexpr int32_t kMaxTopLogprobs = 20;
+
+std::vector<int> pin_list(bool pin) { return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{}; }
+
+// log-softmax of the raw logits at `token`, and the k most likely tokens.
+void fill_logprobs(const float* logits, int32_t n_vocab, int32_t token, int32_t k, EngineEvent* ev) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < n_vocab; ++i) max = std::max(max, logits[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  const double lse = static_cast<double>(max) + std::log(sum);
+  ev->logprob = static_cast<float>(logits[token] - lse);
+  ev->top_logprobs.clear();
+  if (k <= 0) return;
+  // A small sorted array: most logits lose against the k-th best at once.
+  std::vector<TokenLogprob>& top = ev->top_logprobs;
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    if (static_cast<int32_t>(top.size()) == k && logits[i] <= top.back().logprob) continue;
+    TokenLogprob t{i, logits[i]};
+    auto pos = std::upper_bound(top.begin(), top.end(), t, [](const TokenLogprob& a, const TokenLogprob& b) { return a.logprob > b.logprob; });
+    top.insert(pos, t);
+    if (static_cast<int32_t>(top.size()) > k) top.pop_back();
+  }
+  for (TokenLogprob& t : top) t.logprob = static_cast<float>(t.logprob - lse);
+}
+
+}  // namespace
+
+struct Engine::RequestState {
+  EventSink sink;
+  int32_t choices_left = 1;
+  int32_t n_logprobs = -1;
+  bool prefill_only = false;
+};
+
+struct Engine::SeqState {
+  SeqState(const text::Tokenizer& tok, int32_t n_vocab, const EngineRequest& req, int32_t choice)
+      : sampler(n_vocab, [&] {
+          SamplerParams p = req.options.sampling;
+          p.seed += static_cast<uint64_t>(choice);  // each choice its own stream, reproducibly
+          return p;
+        }()),
+        decoder(tok),
+        stops(req.options.stop),
+        splitter(req.starts_in_thinking) {}
+  uint64_t request = 0;
+  int32_t choice = 0;
+  int32_t max_tokens = 0;
+  bool stop_at_eog = true;
+  bool started = false;  // its prompt has had a step
+  Sampler sampler;
+  text::StreamDecoder decoder;
+  StopStrings stops;
+  ReasoningSplitter splitter;
+  GenerateStats stats;
+  Timer since_submit;
+  Timer since_token;
+};
+
+Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig config)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(config),
+      max_context_(0),
+      cache_(model.make_cache((std::max(config.kv_positions, kKvBlockSize) + kKvBlockSize - 1) / kKvBlockSize, kKvBlockSize)),
+      scheduler_(SchedulerConfig{config.max_running, config.max_batch}, static_cast<int32_t>(cache_.n_blocks())) {
+  const int64_t pool_positions = cache_.n_blocks() * kKvBlockSize;
+  int64_t ctx = config_.max_context > 0 ? config_.max_context : pool_positions;
+  if (model.config().n_ctx_train > 0 && config_.max_context <= 0) ctx = std::min(ctx, model.config().n_ctx_train);
+  max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
+  logits_.resize(static_cast<size_t>(config_.max_running) * static_cast<size_t>(model.config().n_vocab));
+  recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Expected<uint64_t> Engine::submit(EngineRequest req) {
+  auto reject = [&](Status st) -> Expected<uint64_t> {
+    recorder_.update([](EngineCounters& c) { c.requests_rejected++; });
+    return st;
+  };
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
+  const int32_t n_prompt = static_cast<int32_t>(req.prompt.size());
+  if (n_prompt == 0) return reject(Status::error("the prompt is empty"));
+  for (int32_t i = 0; i < n_prompt; ++i) {
+    if (req.prompt[i] < 0 || req.prompt[i] >= n_vocab) {
+      return reject(Status::errorf("prompt token {} at position {} is outside the vocabulary [0, {})", req.prompt[i], i, n_vocab));
+    }
+  }
+  if (Status st = validate_sampler_params(req.options.sampling, n_vocab); !st.is_ok()) return reject(st);
+  if (req.n_choices < 1 || req.n_choices > kMaxChoices) {
+    return reject(Status::errorf("n is {}; it must be between 1 and {}", req.n_choices, kMaxChoices));
+  }
+  if (req.n_logprobs > kMaxTopLogprobs) {
+    return reject(Status::errorf("top logprobs is {}; at most {}", req.n_logprobs, kMaxTopLogprobs));
+  }
+  if (req.options.max_tokens < 0) return reject(Status::errorf("max_tokens is {}; it must not be negative", req.options.max_tokens));
+  if (n_prompt >= max_context_ + (req.prefill_only ? 1 : 0)) {
+    return reject(Status::errorf("the prompt has {} tokens but the context holds {}", n_prompt, max_context_));
+  }
+  if (req.prefill_only) {
+    req.n_choices = 1;
+    req.options.max_tokens = 0;
+  } else if (req.options.max_tokens == 0) {
+    req.options.max_tokens = max_context_ - n_prompt;
+  } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_) {
+    return reject(Status::errorf("the prompt has {} tokens and max_tokens asks for {} more: {} in all, "
+                                 "but the context holds {}", n_prompt, req.options.max_tokens,
+                                 static_cast<int64_t>(n_prompt) + req.options.max_tokens, max_context_));
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stop_) return reject(Status::error("the engine is stopping"));
+  const int32_t queued = static_cast<int32_t>(inbox_.size()) + n_waiting_;
+  if (queued >= config_.max_queue) {
+    lock.unlock();
+    return reject(Status::errorf("busy: {} requests are already waiting (at most {})", queued, config_.max_queue));
+  }
+  const uint64_t id = next_request_++;
+  inbox_.emplace_back(id, std::move(req));
+  live_[id] = true;
+  lock.unlock();
+  cv_.notify_one();
+  recorder_.update([](EngineCounters& c) { c.requests++; });
+  return id;
+}
+
+bool Engine::cancel(uint64_t request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!live_.count(request)) return false;
+    cancels_.push_back(request);
+  }
+  cv_.notify_one();
+  return true;
+}
+
+EngineMetrics Engine::metrics() const { return recorder_.snapshot(); }
+
+void Engine::wait_idle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return live_.empty(); });
+}
+
+void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
+  for (auto& [id, req] : inbox) {
+    auto rs = std::make_unique<RequestState>();
+    rs->sink = std::move(req.sink);
+    rs->choices_left = req.n_choices;
+    rs->n_logprobs = req.n_logprobs;
+    rs->prefill_only = req.prefill_only;
+    uint64_t leader = 0;
+    for (int32_t c = 0; c < req.n_choices; ++c) {
+      auto seq = std::make_unique<Sequence>();
+      seq->id = next_seq_++;
+      seq->request = id;
+      seq->leader = leader;
+      seq->tokens = req.prompt;
+      seq->n_prompt = static_cast<int32_t>(req.prompt.size());
+      seq->wants_logits = !req.prefill_only;
+      if (c == 0) leader = seq->id;
+      auto st = std::make_unique<SeqState>(tokenizer_, n_vocab, req, c);
+      st->request = id;
+      st->choice = c;
+      st->max_tokens = req.options.max_tokens;
+      st->stop_at_eog = req.options.stop_at_eog;
+      st->stats.n_prompt = seq->n_prompt;
+      for (int32_t t : req.prompt) st->sampler.accept(t);
+      seqs_[seq->id] = std::move(st);
+      scheduler_.add(std::move(seq));
+    }
+    requests_[id] = std::move(rs);
+  }
+}
+
+void Engine::finish(uint64_t seq_id, const std::string& reason, const std::string& error) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end()) return;
+  SeqState& st = *it->second;
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kDone;
+  ev.request = st.request;
+  ev.choice = st.choice;
+  ev.error = error;
+  if (!st.stops.stopped()) {
+    std::string tail(st.stops.push(st.decoder.flush()));
+    tail += st.stops.flush();
+    ReasoningSplitter::Parts a = st.splitter.push(tail);
+    ReasoningSplitter::Parts b = st.splitter.flush();
+    ev.reasoning = a.reasoning + b.reasoning;
+    ev.content = a.content + b.content;
+  }
+  if (const Sequence* seq = scheduler_.find(seq_id)) st.stats.n_preempted = seq->n_preempted;
+  if (st.stats.n_gen > 0) st.stats.gen_s = st.stats.ttft_s > 0 ? st.since_submit.seconds() - st.stats.ttft_s : 0;
+  st.stats.finish_reason = reason;
+  ev.stats = std::move(st.stats);
+  scheduler_.remove(seq_id);
+  const uint64_t request = st.request;
+  seqs_.erase(it);
+  auto rit = requests_.find(request);
+  if (rit == requests_.end()) return;
+  if (rit->second->sink) rit->second->sink(std::move(ev));
+  recorder_.update([&](EngineCounters& c) {
+    (reason == "cancelled" ? c.requests_cancelled : c.requests_finished) += rit->second->choices_left == 1;
+  });
+  if (--rit->second->choices_left > 0) return;
+  requests_.erase(rit);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(request);
+  }
+  idle_cv_.notify_all();
+}
+
+int32_t Engine::prefill_budget() const {
+  if (scheduler_.n_decoding() == 0) return config_.max_batch;  // nobody to keep waiting
+  const double room = config_.max_step_s - decode_step_s_;
+  const double rows = room / std::max(s_per_prompt_row_, 1e-6);
+  return static_cast<int32_t>(std::clamp(rows, static_cast<double>(kMinPrefillChunk), static_cast<double>(config_.max_batch)));
+}
+
+void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
+  const int32_t token = st.sampler.sample(logits);
+  st.sampler.accept(token);
+  if (st.stats.n_gen == 0) {
+    st.stats.ttft_s = st.since_submit.seconds();
+    st.stats.prompt_s = st.stats.ttft_s - st.stats.queue_s;
+    const double ttft = st.stats.ttft_s;
+    recorder_.update([&](EngineCounters& c) {
+      c.ttft_sum_s += ttft;
+      c.ttft_count++;
+      c.ttft_last_s = ttft;
+    });
+  } else {
+    st.stats.max_gap_s = std::max(st.stats.max_gap_s, st.since_token.seconds());
+  }
+  st.since_token.reset();
+  st.stats.n_gen++;
+  st.stats.tokens.push_back(token);
+
+  EngineEvent ev;
+  ev.request = st.request;
+  ev.choice = st.choice;
+  ev.token = token;
+  const RequestState& rs = *requests_.at(st.request);
+  if (rs.n_logprobs >= 0) fill_logprobs(logits, n_vocab, token, rs.n_logprobs, &ev);
+  if (st.splitter.in_thinking()) st.stats.n_reasoning++;
+  const bool eog = st.stop_at_eog && tokenizer_.is_eog(token);
+  if (!eog) {
+    const std::string_view text = st.stops.push(st.decoder.feed(token));
+    if (!text.empty()) {
+      ReasoningSplitter::Parts parts = st.splitter.push(text);
+      ev.reasoning = std::move(parts.reasoning);
+      ev.content = std::move(parts.content);
+    }
+  }
+  if (rs.sink) rs.sink(std::move(ev));
+  if (eog || st.stops.stopped()) {
+    finish(seq.id, "stop");
+  } else if (st.stats.n_gen >= st.max_tokens) {
+    finish(seq.id, "length");
+  } else {
+    seq.tokens.push_back(token);
+  }
+}
+
+void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
+  StepPlan plan = scheduler_.schedule(prefill_budget());
+  if (!plan.preempted.empty()) {
+    const int64_t n = static_cast<int64_t>(plan.preempted.size());
+    recorder_.update([&](EngineCounters& c) { c.preemptions += n; });
+    log_debug("engine: KV pool full, {} sequence(s) preempted", n);
+  }
+  for (const BlockCopy& c : plan.copies) cache_.copy_block(c.src, c.dst, c.n_slots);
+  if (plan.empty()) {
+    // Nothing can run until something changes (a leader's prompt, room in the pool): no hot spin.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return;
+  }
+
+  Batch batch;
+  batch.rows.reserve(static_cast<size_t>(plan.n_rows));
+  int64_t new_prompt = 0, new_cached = 0;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const StepChunk& c = plan.chunks[i];
+    batch.block_tables.emplace_back(c.seq->blocks);
+    for (int32_t p = c.begin; p < c.end; ++p) {
+      batch.rows.push_back({c.seq->tokens[static_cast<size_t>(p)], p, static_cast<int32_t>(i), c.logits && p + 1 == c.end});
+    }
+    SeqState& st = *seqs_.at(c.seq->id);
+    if (!st.started) {
+      st.started = true;
+      st.stats.queue_s = st.since_submit.seconds();
+      st.stats.n_reused = c.seq->n_cached;
+      new_prompt += c.seq->n_prompt;
+      new_cached += c.seq->n_cached;
+    }
+  }
+  ThreadPool& p = (batch_pool != nullptr && plan.n_rows > plan.n_decode) ? *batch_pool : pool;
+  Timer t;
+  const Status st = model_.forward(batch, cache_, logits_.data(), p);
+  const double dt = t.seconds();
+  if (!st.is_ok()) {
+    // A bug, not bad input (submit checked the tokens): fail the requests in this step, go on.
+    log_warn("engine: forward pass failed: {}", st.message());
+    std::vector<uint64_t> ids;
+    for (const StepChunk& c : plan.chunks) ids.push_back(c.seq->id);
+    for (uint64_t id : ids) finish(id, "error", st.message());
+    return;
+  }
+  for (uint64_t id : scheduler_.complete(plan)) finish(id, "stop");
+
+  std::vector<std::pair<Sequence*, int32_t>> to_sample;  // (sequence, logits row)
+  int32_t k = 0;
+  for (const StepChunk& c : plan.chunks) {
+    if (c.logits) to_sample.push_back({c.seq, k++});
+  }
+  const int64_t n_vocab = model_.config().n_vocab;
+  for (auto [seq, row] : to_sample) sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
+
+  const int32_t prompt_rows = plan.n_rows - plan.n_decode;
+  if (prompt_rows == 0) {
+    decode_step_s_ = 0.8 * decode_step_s_ + 0.2 * dt;
+  } else if (prompt_rows >= 8) {
+    const double per_row = std::max(0.0, dt - (plan.n_decode > 0 ? decode_step_s_ : 0.0)) / prompt_rows;
+    s_per_prompt_row_ = 0.7 * s_per_prompt_row_ + 0.3 * per_row;
+  }
+  recorder_.update([&](EngineCounters& c) {
+    c.steps++;
+    c.busy_s += dt;
+    c.prompt_rows += prompt_rows;
+    c.prompt_tokens += new_prompt;
+    c.prompt_tokens_cached += new_cached;
+    c.generated_tokens += static_cast<int64_t>(to_sample.size());
+  });
+}
+
+void Engine::loop() {
+  // The pools are made here: a pool pins (with --pin) and runs its thread 0 on the calling thread.
+  ThreadPool pool(config_.threads.n_threads, pin_list(config_.threads.pin));
+  std::unique_ptr<ThreadPool> batch_pool;
+  if (config_.threads.n_threads_batch > 0 && config_.threads.n_threads_batch != config_.threads.n_threads) {
+    batch_pool = std::make_unique<ThreadPool>(config_.threads.n_threads_batch, pin_list(config_.threads.pin));
+  }
+  for (;;) {
+    std::deque<std::pair<uint64_t, EngineRequest>> inbox;
+    std::vector<uint64_t> cancels;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      n_waiting_ = 0;
+      for (const auto& [id, rs] : requests_) {
+        (void)rs;
+        bool started = false;
+        for (uint64_t s : scheduler_.sequences_of(id)) started |= seqs_.at(s)->started;
+        n_waiting_ += !started;
+      }
+      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !scheduler_.idle(); });
+      if (stop_) break;
+      inbox.swap(inbox_);
+      cancels.swap(cancels_);
+    }
+    admit(inbox);
+    for (uint64_t r : cancels) {
+      for (uint64_t s : scheduler_.sequences_of(r)) finish(s, "cancelled");
+    }
+    if (!scheduler_.idle()) step(pool, batch_pool.get());
+    const KvPool& kv = scheduler_.pool();
+    recorder_.set_gauges(n_waiting_, scheduler_.n_running(), kv.n_blocks(), kv.n_used(), kv.n_cached(), kKvBlockSize);
+  }
+  // Stopping: every request still here ends cancelled.
+  std::deque<std::pair<uint64_t, EngineRequest>> inbox;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox.swap(inbox_);
+  }
+  admit(inbox);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, st] : seqs_) ids.push_back(id);
+  for (uint64_t id : ids) finish(id, "cancelled");
+}
+
+}  // namespace ponder

@@ -1,0 +1,106 @@
+// Engine: serves many requests at once from one model. It owns the KV cache and its block pool,
+// the scheduler, the thread pools and one engine thread that runs steps: each step is one
+// forward pass over the rows the scheduler chose (decode rows of running requests, then chunks
+// of waiting prompts), then sampling, detokenizing and the R1 reasoning/answer split for every
+// row that asked for logits, then events to each request's sink.
+// submit() and cancel() may be called from any thread and never wait for a step: they take a
+// mutex that the engine thread holds only to swap queues. A cancelled request frees its blocks
+// before the next step, during its prefill too.
+// Results never depend on the batch: the kernels are batch invariant, so a request with a fixed
+// seed gets the same tokens alone, beside others, from the prefix cache, or after a preemption.
+// Depends on model, text, runtime (scheduler, sampler, stop strings, reasoning splitter).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/qwen2_model.h"
+#include "runtime/engine_metrics.h"
+#include "runtime/request.h"
+#include "runtime/scheduler.h"
+#include "text/tokenizer.h"
+
+namespace ponder {
+
+struct EngineConfig {
+  int32_t kv_positions = 4096;  // -c/--ctx: positions in the KV pool, for all requests together
+  int32_t max_context = 0;      // per request, prompt + max_tokens (0: kv_positions, capped by
+                                // the model's trained context)
+  int32_t max_running = 8;      // sequences in the batch at once
+  int32_t max_batch = 512;      // rows per forward pass (--batch-size)
+  int32_t max_queue = 64;       // requests waiting before submit() says the engine is busy
+  double max_step_s = 0.25;     // a prompt chunk beside running streams keeps a step this short
+  ThreadConfig threads;
+};
+
+class Engine {
+ public:
+  // The model and tokenizer must outlive the engine. Starts the engine thread.
+  Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig config);
+  ~Engine();  // stops the thread; unfinished requests end "cancelled"
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const EngineConfig& config() const { return config_; }
+  int32_t max_context() const { return max_context_; }
+
+  // Checks the request (tokens, sampling, context, queue room) and queues it; its id, or an
+  // error that says what is wrong. Events go to request.sink on the engine thread.
+  Expected<uint64_t> submit(EngineRequest request);
+  // Ends a request (every choice) with finish reason "cancelled"; false when it is not running
+  // or queued (finished, or unknown).
+  bool cancel(uint64_t request);
+
+  EngineMetrics metrics() const;
+  // Blocks until no request is queued or running (tests, benchmarks, the CLI).
+  void wait_idle();
+
+ private:
+  struct SeqState;
+  struct RequestState;
+  void loop();
+  void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
+  void step(ThreadPool& pool, ThreadPool* batch_pool);
+  int32_t prefill_budget() const;
+  void sample(SeqState& st, Sequence& seq, const float* logits);
+  void finish(uint64_t seq_id, const std::string& reason, const std::string& error = "");
+
+  Qwen2Model& model_;
+  const text::Tokenizer& tokenizer_;
+  EngineConfig config_;
+  int32_t max_context_;
+  KvCache cache_;
+
+  // Shared with client threads, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // wakes the engine thread
+  std::condition_variable idle_cv_;  // wakes wait_idle()
+  std::deque<std::pair<uint64_t, EngineRequest>> inbox_;
+  std::vector<uint64_t> cancels_;
+  std::map<uint64_t, bool> live_;  // requests queued or running (value unused)
+  uint64_t next_request_ = 1;
+  int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started
+  bool stop_ = false;
+  MetricsRecorder recorder_;
+
+  // Engine thread only.
+  Scheduler scheduler_;
+  uint64_t next_seq_ = 1;
+  std::map<uint64_t, std::unique_ptr<SeqState>> seqs_;
+  std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::vector<float> logits_;  // [max_running, n_vocab]
+  double decode_step_s_ = 0.05;   // measured: a step with decode rows only
+  double s_per_prompt_row_ = 0.01;  // measured: what each prompt row adds to a step
+
+  std::thread thread_;
+};
+
+}  // namespace ponder

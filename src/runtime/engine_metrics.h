@@ -1,0 +1,82 @@
+// EngineMetrics: what the server exposes about the engine (/metrics, the page's server panel):
+// queue and batch, KV blocks, prefix-cache hits, token rates, time to first token, steps per
+// second, and the process's CPU use (the figure the users' guides watch in `top`).
+// MetricsRecorder keeps the counters (the engine thread writes, any thread reads) and turns them
+// into rates over the last few seconds.
+// Depends on nothing but the standard library.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+namespace ponder {
+
+struct EngineCounters {
+  int64_t requests = 0;            // accepted
+  int64_t requests_rejected = 0;   // refused by submit (bad request, busy)
+  int64_t requests_finished = 0;   // ended by stop / length
+  int64_t requests_cancelled = 0;
+  int64_t prompt_tokens = 0;         // of admitted sequences
+  int64_t prompt_tokens_cached = 0;  // of those, taken from the prefix cache
+  int64_t prompt_rows = 0;           // prompt positions computed (recomputes included)
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  double busy_s = 0;        // time spent in forward passes
+  double ttft_sum_s = 0;    // over first tokens
+  int64_t ttft_count = 0;
+  double ttft_last_s = 0;
+};
+
+struct EngineMetrics {
+  EngineCounters total;
+  int32_t requests_waiting = 0;
+  int32_t sequences_running = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;    // held by running sequences
+  int32_t kv_blocks_cached = 0;  // unused, kept for prefix reuse until evicted
+  int32_t kv_block_size = 0;
+  // Over the last few seconds:
+  double prompt_tps = 0;  // prompt positions computed per second
+  double gen_tps = 0;     // tokens generated per second, all requests
+  double steps_per_s = 0;
+  double cpu_util = 0;    // CPU time of the process / wall time / cores: 0..1
+  double uptime_s = 0;
+  double ttft_mean_s() const { return total.ttft_count ? total.ttft_sum_s / static_cast<double>(total.ttft_count) : 0; }
+};
+
+class MetricsRecorder {
+ public:
+  MetricsRecorder();
+
+  // f(counters) under the lock.
+  template <typename F>
+  void update(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    f(counters_);
+  }
+  void set_gauges(int32_t waiting, int32_t running, int32_t blocks_total, int32_t used,
+                  int32_t cached, int32_t block_size);
+  EngineMetrics snapshot() const;
+
+ private:
+  struct Sample {
+    std::chrono::steady_clock::time_point t;
+    double cpu_s;
+    EngineCounters c;
+  };
+  void sample_locked() const;
+
+  mutable std::mutex mu_;
+  EngineCounters counters_;
+  EngineMetrics gauges_;
+  std::chrono::steady_clock::time_point start_;
+  mutable std::deque<Sample> samples_;  // one every ~0.5 s, the last ~5 s
+};
+
+// CPU time (user + system) this process has used, in seconds.
+double process_cpu_seconds();
+
+}  // namespace ponder

@@ -1,0 +1,110 @@
+// KvPool: which KV blocks are free, in use, or cached, and what tokens they hold. Pure logic over
+// block ids: it never touches K/V data (the engine copies a block when told to), so it is unit
+// tested with no model. The runtime talks to it through the two calls of DESIGN.md:
+//   find_prefix(tokens)  the longest cached prefix of a token sequence;
+//   allocate(table, n)   blocks for n positions, or false when there is no room;
+// plus adopt() (take a found prefix into a sequence's table), fill() (record the tokens whose K/V
+// the forward pass just wrote) and release().
+//
+// Blocks hold kKvBlockSize positions. A full block is keyed by a hash chained over every token
+// from the start of the sequence (its parent's hash and its own tokens), so equal prefixes (one
+// system prompt, an earlier turn of a chat) are computed once and shared: shared blocks are full
+// and never written again. A prefix that ends inside a block (the generation prompt of an earlier
+// turn, the prompt of the other choices of an `n` > 1 request) is reused too: the partial block is
+// copied into a fresh block (copy on write), so reuse goes token by token, not block by block.
+// Blocks whose last user leaves keep their tokens and stay findable until evicted, least recently
+// released first; a sequence releases its blocks tail first, so a prefix outlives its tails.
+// Depends on nothing but the standard library.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ponder {
+
+// Positions per KV block: the prefix-reuse granularity of full blocks and the attention tile of
+// the cache (docs/serving.md says how it was chosen).
+inline constexpr int32_t kKvBlockSize = 16;
+
+struct PrefixMatch {
+  std::vector<int32_t> blocks;  // full blocks to share as they are, in position order
+  int32_t copy_from = -1;       // a block whose first copy_tokens slots continue the prefix
+  int32_t copy_tokens = 0;
+  int32_t n_tokens() const { return static_cast<int32_t>(blocks.size()) * kKvBlockSize + copy_tokens; }
+};
+
+// A block copy the engine must do on the K/V data before the next forward pass.
+struct BlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+  int32_t n_slots = 0;
+};
+
+class KvPool {
+ public:
+  explicit KvPool(int32_t n_blocks);
+
+  int32_t n_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  int32_t n_free() const { return static_cast<int32_t>(free_.size()); }
+  int32_t n_cached() const { return static_cast<int32_t>(lru_.size()); }  // unused, with tokens
+  int32_t n_used() const { return n_blocks() - n_free() - n_cached(); }   // ref count > 0
+  // Blocks that allocate() could hand out now (free or evictable).
+  int32_t n_available() const { return n_free() + n_cached(); }
+  int32_t ref_count(int32_t block) const { return blocks_[static_cast<size_t>(block)].refs; }
+
+  // The longest prefix of tokens[0, max_tokens) whose K/V some block holds. No side effects.
+  PrefixMatch find_prefix(std::span<const int32_t> tokens, int32_t max_tokens) const;
+
+  // Appends the match to an empty table: shares its full blocks (ref count + 1) and, when it ends
+  // inside a block, copies that block into a new one (*copy is set; the engine copies the data).
+  // Returns the tokens now in the table: match.n_tokens(), or fewer when no block was free for
+  // the copy. `tokens` are the sequence's tokens (to record what the copy holds).
+  int32_t adopt(std::vector<int32_t>* table, const PrefixMatch& match,
+                std::span<const int32_t> tokens, BlockCopy* copy);
+
+  // Grows the table to cover n_positions, evicting cached blocks if needed. False (and the table
+  // unchanged) when the pool cannot supply that many blocks.
+  bool allocate(std::vector<int32_t>* table, int32_t n_positions);
+
+  // Records that positions [begin, end) of the table's sequence now hold the K/V of
+  // tokens[begin, end) (`tokens` is the whole sequence); blocks that become full become findable.
+  // Positions are filled in order, each once.
+  void fill(std::span<const int32_t> table, std::span<const int32_t> tokens, int32_t begin,
+            int32_t end);
+
+  // Drops the table's references (tail first) and clears it.
+  void release(std::vector<int32_t>* table);
+
+  // Forgets every cached block (they become free); used blocks are kept.
+  void clear_cache();
+
+  // Checks the bookkeeping (ref counts, lists, maps agree); returns false with a reason.
+  bool check(std::string* why) const;
+
+ private:
+  struct Block {
+    int32_t refs = 0;
+    int32_t n_filled = 0;        // slots holding K/V of tokens[0, n_filled)
+    uint64_t parent_hash = 0;    // chain hash of every token before this block
+    uint64_t hash = 0;           // chain hash through this block, once full
+    bool registered = false;     // in full_ under `hash`
+    bool in_children = false;    // in children_ under parent_hash
+    std::list<int32_t>::iterator lru_it;
+    std::vector<int32_t> tokens;  // [kKvBlockSize]
+  };
+  static uint64_t chain(uint64_t parent, std::span<const int32_t> tokens);
+  int32_t take_block();  // a free or evicted block, refs = 1; -1 when none
+  void forget(int32_t b);  // removes from the maps, empties
+
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_;  // empty blocks
+  std::list<int32_t> lru_;     // unused blocks with tokens, least recently released first
+  std::unordered_map<uint64_t, int32_t> full_;             // chain hash -> full block
+  std::unordered_multimap<uint64_t, int32_t> children_;    // parent hash -> blocks with tokens
+};
+
+}  // namespace ponder

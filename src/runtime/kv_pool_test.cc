@@ -1,0 +1,143 @@
+#include "runtime/kv_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace ponder {
+namespace {
+
+std::vector<int32_t> iota_tokens(int32_t n, int32_t start = 100) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), start);
+  return t;
+}
+
+void expect_ok(const KvPool& pool) {
+  std::string why;
+  EXPECT_TRUE(pool.check(&why)) << why;
+}
+
+// Allocates and fills a sequence of `tokens` as the engine would after computing them.
+std::vector<int32_t> computed(KvPool& pool, const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> table;
+  EXPECT_TRUE(pool.allocate(&table, static_cast<int32_t>(tokens.size())));
+  pool.fill(table, tokens, 0, static_cast<int32_t>(tokens.size()));
+  return table;
+}
+
+TEST(KvPoolTest, FullBlocksAreFoundAndSharedAfterRelease) {
+  KvPool pool(8);
+  const auto tokens = iota_tokens(40);  // 2 full blocks + 8 positions
+  auto table = computed(pool, tokens);
+  EXPECT_EQ(table.size(), 3u);
+  EXPECT_EQ(pool.n_used(), 3);
+  pool.release(&table);
+  EXPECT_EQ(pool.n_used(), 0);
+  EXPECT_EQ(pool.n_cached(), 3);
+  expect_ok(pool);
+
+  // The same 40 tokens and more: 2 full blocks shared, 8 positions copied from the partial one.
+  auto longer = iota_tokens(50);
+  PrefixMatch m = pool.find_prefix(longer, 49);
+  EXPECT_EQ(m.blocks.size(), 2u);
+  EXPECT_EQ(m.copy_tokens, 8);
+  EXPECT_EQ(m.n_tokens(), 40);
+  std::vector<int32_t> t2;
+  BlockCopy copy;
+  EXPECT_EQ(pool.adopt(&t2, m, longer, &copy), 40);
+  EXPECT_EQ(copy.src, m.copy_from);
+  EXPECT_NE(copy.dst, copy.src);
+  EXPECT_EQ(copy.n_slots, 8);
+  EXPECT_EQ(pool.ref_count(m.blocks[0]), 1);
+  EXPECT_EQ(pool.ref_count(copy.src), 0);  // the source stays cached, not held
+  ASSERT_TRUE(pool.allocate(&t2, 50));
+  pool.fill(t2, longer, 40, 50);
+  expect_ok(pool);
+  pool.release(&t2);
+  EXPECT_EQ(pool.n_used(), 0);
+  expect_ok(pool);
+}
+
+TEST(KvPoolTest, MatchStopsAtTheFirstDifferentTokenAndAtMaxTokens) {
+  KvPool pool(8);
+  const auto tokens = iota_tokens(32);
+  auto table = computed(pool, tokens);
+  auto other = tokens;
+  other[20] = 7;  // differs inside the second block
+  PrefixMatch m = pool.find_prefix(other, 32);
+  EXPECT_EQ(m.blocks.size(), 1u);
+  EXPECT_EQ(m.copy_tokens, 4);  // positions 16..19 of the second block
+  // The last prompt token is never taken: capped at 31, the second block is copied, not shared.
+  m = pool.find_prefix(tokens, 31);
+  EXPECT_EQ(m.blocks.size(), 1u);
+  EXPECT_EQ(m.copy_tokens, 15);
+  // A different first token: nothing.
+  auto fresh = tokens;
+  fresh[0] = 1;
+  EXPECT_EQ(pool.find_prefix(fresh, 32).n_tokens(), 0);
+  pool.release(&table);
+}
+
+TEST(KvPoolTest, AllocateEvictsLeastRecentlyReleasedAndRefusesWhenFull) {
+  KvPool pool(4);
+  auto a = computed(pool, iota_tokens(32, 0));     // 2 blocks
+  auto b = computed(pool, iota_tokens(32, 1000));  // 2 blocks
+  std::vector<int32_t> c;
+  EXPECT_FALSE(pool.allocate(&c, 1));  // every block in use
+  EXPECT_TRUE(c.empty());
+  pool.release(&a);  // a's blocks cached: tail first, so a's second block is the oldest
+  pool.release(&b);
+  EXPECT_EQ(pool.n_cached(), 4);
+  ASSERT_TRUE(pool.allocate(&c, 16));  // evicts a's tail
+  EXPECT_EQ(pool.find_prefix(iota_tokens(32, 0), 32).n_tokens(), 16);
+  EXPECT_EQ(pool.find_prefix(iota_tokens(32, 1000), 32).n_tokens(), 32);
+  ASSERT_TRUE(pool.allocate(&c, 32));  // then a's head
+  EXPECT_EQ(pool.find_prefix(iota_tokens(32, 0), 32).n_tokens(), 0);
+  EXPECT_FALSE(pool.allocate(&c, 80));  // 5 blocks > 4
+  EXPECT_EQ(c.size(), 2u);
+  expect_ok(pool);
+  pool.release(&c);
+  pool.clear_cache();
+  EXPECT_EQ(pool.n_free(), 4);
+  expect_ok(pool);
+}
+
+TEST(KvPoolTest, SharedBlocksCountEveryUser) {
+  KvPool pool(6);
+  const auto tokens = iota_tokens(33);
+  auto a = computed(pool, tokens);
+  PrefixMatch m = pool.find_prefix(tokens, 32);
+  EXPECT_EQ(m.blocks.size(), 2u);
+  std::vector<int32_t> b;
+  BlockCopy copy;
+  EXPECT_EQ(pool.adopt(&b, m, tokens, &copy), 32);
+  EXPECT_EQ(copy.n_slots, 0);
+  EXPECT_EQ(pool.ref_count(a[0]), 2);
+  pool.release(&a);
+  EXPECT_EQ(pool.ref_count(b[0]), 1);
+  EXPECT_EQ(pool.n_used(), 2);
+  pool.release(&b);
+  EXPECT_EQ(pool.n_used(), 0);
+  expect_ok(pool);
+}
+
+TEST(KvPoolTest, EqualBlocksComputedTwiceKeepOneFindable) {
+  KvPool pool(6);
+  const auto tokens = iota_tokens(16);
+  auto a = computed(pool, tokens);
+  auto b = computed(pool, tokens);  // computed at the same time by another sequence
+  pool.release(&a);
+  pool.release(&b);
+  expect_ok(pool);
+  EXPECT_EQ(pool.find_prefix(iota_tokens(17), 17).blocks.size(), 1u);
+  // Evict everything, one by one: no stale entry is ever found.
+  std::vector<int32_t> t;
+  ASSERT_TRUE(pool.allocate(&t, 6 * kKvBlockSize));
+  EXPECT_EQ(pool.find_prefix(iota_tokens(17), 17).n_tokens(), 0);
+  expect_ok(pool);
+  pool.release(&t);
+}
+
+}  // namespace
+}  // namespace ponder

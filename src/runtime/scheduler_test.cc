@@ -1,0 +1,258 @@
+// The scheduler and the KV pool in a simulated mode: no model, the "forward pass" is the plan
+// itself and the "sampled" token is a hash of the sequence so far, so a sequence's output depends
+// only on its own tokens, as batch-invariant kernels guarantee for the real model.
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <random>
+
+namespace ponder {
+namespace {
+
+int32_t next_token(const std::vector<int32_t>& tokens) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : tokens) h = (h ^ static_cast<uint32_t>(t)) * 1099511628211ull;
+  return static_cast<int32_t>(h % 50000);
+}
+
+struct Sim {
+  explicit Sim(int32_t n_blocks, SchedulerConfig config = {}) : sched(config, n_blocks) {}
+
+  uint64_t add(std::vector<int32_t> prompt, int32_t n_gen, uint64_t leader = 0, bool warm = false) {
+    auto s = std::make_unique<Sequence>();
+    s->id = next_id++;
+    s->request = leader != 0 ? sched.find(leader)->request : s->id;
+    s->leader = leader;
+    s->n_prompt = static_cast<int32_t>(prompt.size());
+    s->tokens = std::move(prompt);
+    s->wants_logits = !warm;
+    gen_left[s->id] = n_gen;
+    return sched.add(std::move(s))->id;
+  }
+
+  // One step: plan, "compute", sample for the rows that want logits, finish the done ones.
+  StepPlan step(int32_t budget) {
+    StepPlan plan = sched.schedule(budget);
+    for (const StepChunk& c : plan.chunks) {
+      EXPECT_LE(static_cast<size_t>((c.end + kKvBlockSize - 1) / kKvBlockSize), c.seq->blocks.size());
+    }
+    std::vector<std::pair<Sequence*, bool>> sampled;
+    for (const StepChunk& c : plan.chunks) {
+      if (c.logits) sampled.push_back({c.seq, true});
+    }
+    for (uint64_t id : sched.complete(plan)) finished[id] = {};
+    for (auto& [s, _] : sampled) {
+      s->tokens.push_back(next_token(s->tokens));
+      if (--gen_left[s->id] == 0) {
+        finished[s->id] = std::vector<int32_t>(s->tokens.begin() + s->n_prompt, s->tokens.end());
+        sched.remove(s->id);
+      }
+    }
+    return plan;
+  }
+
+  void run(int32_t budget, int max_steps = 10000) {
+    for (int i = 0; i < max_steps && !sched.idle(); ++i) step(budget);
+    EXPECT_TRUE(sched.idle());
+  }
+
+  void expect_clean() {
+    std::string why;
+    EXPECT_TRUE(sched.pool().check(&why)) << why;
+    EXPECT_EQ(sched.pool().n_used(), 0);
+    for (int32_t b = 0; b < sched.pool().n_blocks(); ++b) EXPECT_EQ(sched.pool().ref_count(b), 0);
+  }
+
+  Scheduler sched;
+  uint64_t next_id = 1;
+  std::map<uint64_t, int32_t> gen_left;
+  std::map<uint64_t, std::vector<int32_t>> finished;  // generated tokens
+};
+
+std::vector<int32_t> prompt_of(int32_t n, int32_t salt) {
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), salt * 1000);
+  return p;
+}
+
+// What a sequence generates alone, with room to spare.
+std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int32_t n_gen) {
+  Sim sim(64);
+  const uint64_t id = sim.add(prompt, n_gen);
+  sim.run(512);
+  return sim.finished[id];
+}
+
+TEST(SchedulerTest, LongPromptsAreChunkedAndDecodeRowsComeFirst) {
+  Sim sim(64);
+  const uint64_t a = sim.add(prompt_of(10, 1), 50);
+  const uint64_t b = sim.add(prompt_of(10, 2), 50);
+  StepPlan p = sim.step(64);
+  EXPECT_EQ(p.n_rows, 20);  // both prompts in one step
+  EXPECT_EQ(p.n_decode, 0);
+  const uint64_t c = sim.add(prompt_of(100, 3), 5);
+  std::vector<int32_t> chunk_sizes;
+  for (int i = 0; i < 4; ++i) {
+    p = sim.step(30);
+    ASSERT_EQ(p.chunks.size(), 3u);
+    EXPECT_EQ(p.n_decode, 2);  // a and b decode every step
+    EXPECT_EQ(p.chunks[0].seq->id, a);
+    EXPECT_EQ(p.chunks[1].seq->id, b);
+    EXPECT_EQ(p.chunks[2].seq->id, c);
+    chunk_sizes.push_back(p.chunks[2].end - p.chunks[2].begin);
+    EXPECT_EQ(p.chunks[2].logits, p.chunks[2].end == 100);
+  }
+  p = sim.step(30);
+  EXPECT_EQ(p.n_decode, 3);  // c's prompt is done: it decodes beside a and b
+  EXPECT_EQ(chunk_sizes, (std::vector<int32_t>{30, 30, 30, 10}));
+  sim.run(30);
+  EXPECT_EQ(sim.finished[c], alone(prompt_of(100, 3), 5));
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, BatchLimitAndRunningLimitAreKept) {
+  Sim sim(256, SchedulerConfig{.max_running = 3, .max_batch = 8});
+  for (int i = 0; i < 5; ++i) sim.add(prompt_of(6, i), 4);
+  StepPlan p = sim.step(100);
+  EXPECT_EQ(p.n_rows, 8);  // 6 + 2 of the second prompt
+  EXPECT_EQ(sim.sched.n_running(), 2);
+  for (int i = 0; i < 20 && !sim.sched.idle(); ++i) {
+    p = sim.step(100);
+    EXPECT_LE(p.n_rows, 8);
+    EXPECT_LE(sim.sched.n_running(), 3);
+  }
+  sim.run(100);
+  EXPECT_EQ(sim.finished.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(sim.finished[static_cast<uint64_t>(i + 1)], alone(prompt_of(6, i), 4));
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, ASecondRequestTakesTheCachedPrefixExceptItsLastToken) {
+  Sim sim(64);
+  auto prompt = prompt_of(40, 7);
+  const uint64_t a = sim.add(prompt, 3);
+  sim.run(512);
+  const uint64_t b = sim.add(prompt, 3);
+  StepPlan p = sim.sched.schedule(512);
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].begin, 39);  // only the last prompt token is recomputed
+  EXPECT_EQ(p.chunks[0].seq->n_cached, 39);
+  ASSERT_EQ(p.copies.size(), 1u);  // the partial third block, copied
+  EXPECT_EQ(p.copies[0].n_slots, 7);
+  sim.sched.complete(p);
+  p.chunks[0].seq->tokens.push_back(next_token(p.chunks[0].seq->tokens));
+  sim.gen_left[b]--;
+  sim.run(512);
+  EXPECT_EQ(sim.finished[a], sim.finished[b]);
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, OtherChoicesWaitForTheLeadersPromptThenShareIt) {
+  Sim sim(64);
+  const uint64_t lead = sim.add(prompt_of(50, 3), 4);
+  const uint64_t f1 = sim.add(prompt_of(50, 3), 4, lead);
+  const uint64_t f2 = sim.add(prompt_of(50, 3), 4, lead);
+  StepPlan p = sim.step(20);  // the leader's first chunk only
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].seq->id, lead);
+  sim.step(20);
+  p = sim.step(20);  // the leader's last 10
+  EXPECT_EQ(p.chunks.size(), 1u);
+  p = sim.step(20);  // leader decodes; followers recompute only the last prompt token
+  ASSERT_EQ(p.chunks.size(), 3u);
+  EXPECT_EQ(p.chunks[1].seq->id, f1);
+  EXPECT_EQ(p.chunks[1].begin, 49);
+  EXPECT_EQ(p.chunks[2].seq->id, f2);
+  EXPECT_EQ(p.copies.size(), 2u);
+  sim.run(20);
+  EXPECT_EQ(sim.finished[f1], sim.finished[lead]);
+  EXPECT_EQ(sim.finished[f2], sim.finished[lead]);
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, AFullPoolPreemptsTheNewestWhichResumesWithTheSameTokens) {
+  // 6 blocks = 96 positions; three sequences that each grow to 60 cannot all fit.
+  Sim sim(6);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(sim.add(prompt_of(20, i), 40));
+  int preemptions = 0;
+  for (int i = 0; i < 2000 && !sim.sched.idle(); ++i) preemptions += static_cast<int>(sim.step(64).preempted.size());
+  EXPECT_TRUE(sim.sched.idle());
+  EXPECT_GT(preemptions, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sim.finished[ids[static_cast<size_t>(i)]], alone(prompt_of(20, i), 40));
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, RemovingAtEveryStageReturnsEveryBlock) {
+  for (int stage = 0; stage < 4; ++stage) {
+    Sim sim(10);  // 160 positions: keep (50) and gone (120) cannot both finish at once
+    const uint64_t keep = sim.add(prompt_of(30, 1), 20);
+    const uint64_t gone = sim.add(prompt_of(100, 2), 20);
+    if (stage >= 1) sim.step(40);  // gone: admitted, first chunk of its prompt
+    if (stage >= 2) {
+      for (int i = 0; i < 4; ++i) sim.step(40);  // gone: decoding
+    }
+    if (stage >= 3) {
+      // Fill the pool until gone (the newest) is preempted back into the queue.
+      sim.add(prompt_of(5, 9), 1);
+      while (sim.sched.find(gone) != nullptr && sim.sched.find(gone)->running) sim.step(40);
+    }
+    EXPECT_TRUE(sim.sched.remove(gone));
+    EXPECT_FALSE(sim.sched.remove(gone));
+    sim.run(40);
+    EXPECT_EQ(sim.finished[keep], alone(prompt_of(30, 1), 20)) << "stage " << stage;
+    sim.expect_clean();
+  }
+}
+
+TEST(SchedulerTest, PrefillOnlySequencesWarmTheCache) {
+  Sim sim(32);
+  auto history = prompt_of(45, 4);
+  sim.add(history, 0, 0, /*warm=*/true);
+  sim.run(512);
+  EXPECT_EQ(sim.sched.pool().n_used(), 0);
+  auto next_turn = history;
+  for (int i = 0; i < 10; ++i) next_turn.push_back(9000 + i);
+  const uint64_t t = sim.add(next_turn, 2);
+  StepPlan p = sim.sched.schedule(512);
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].seq->id, t);
+  EXPECT_EQ(p.chunks[0].begin, 45);  // only the new tokens
+  sim.sched.remove(t);
+  sim.expect_clean();
+}
+
+TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
+  std::mt19937 rng(1234);
+  Sim sim(24, SchedulerConfig{.max_running = 6, .max_batch = 48});
+  std::map<uint64_t, std::pair<std::vector<int32_t>, int32_t>> asked;
+  for (int step = 0; step < 1500; ++step) {
+    if (rng() % 4 == 0 && asked.size() < 200) {
+      // Shared system prompts, so prefixes collide on purpose.
+      auto p = prompt_of(static_cast<int32_t>(rng() % 3) * 16 + 4, 1);
+      for (uint32_t i = 0, n = rng() % 60 + 1; i < n; ++i) p.push_back(static_cast<int32_t>(rng() % 100));
+      const int32_t n_gen = static_cast<int32_t>(rng() % 30) + 1;
+      asked[sim.add(p, n_gen)] = {p, n_gen};
+    }
+    if (rng() % 10 == 0 && !asked.empty()) {
+      auto it = asked.begin();
+      std::advance(it, rng() % asked.size());
+      if (sim.sched.remove(it->first)) asked.erase(it);
+    }
+    sim.step(static_cast<int32_t>(rng() % 40) + 1);
+    std::string why;
+    ASSERT_TRUE(sim.sched.pool().check(&why)) << why;
+  }
+  sim.run(32);
+  for (auto& [id, ask] : asked) {
+    ASSERT_TRUE(sim.finished.count(id)) << id;
+    EXPECT_EQ(sim.finished[id], alone(ask.first, ask.second));
+  }
+  sim.expect_clean();
+}
+
+}  // namespace
+}  // namespace ponder
