@@ -146,6 +146,7 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
   const uint64_t id = next_request_++;
   inbox_.emplace_back(id, std::move(req));
   live_[id] = true;
+  idle_ = false;
   lock.unlock();
   cv_.notify_one();
   recorder_.update([](EngineCounters& c) { c.requests++; });
@@ -166,7 +167,7 @@ EngineMetrics Engine::metrics() const { return recorder_.snapshot(); }
 
 void Engine::wait_idle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return live_.empty(); });
+  idle_cv_.wait(lock, [&] { return live_.empty() && idle_; });
 }
 
 void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
@@ -233,11 +234,8 @@ void Engine::finish(uint64_t seq_id, const std::string& reason, const std::strin
   });
   if (--rit->second->choices_left > 0) return;
   requests_.erase(rit);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    live_.erase(request);
-  }
-  idle_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.erase(request);
 }
 
 int32_t Engine::prefill_budget() const {
@@ -383,6 +381,8 @@ void Engine::loop() {
         for (uint64_t s : scheduler_.sequences_of(id)) started |= seqs_.at(s)->started;
         n_waiting_ += !started;
       }
+      idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty();  // gauges already updated
+      if (idle_) idle_cv_.notify_all();
       cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !scheduler_.idle(); });
       if (stop_) break;
       inbox.swap(inbox_);

@@ -89,6 +89,7 @@ class Engine {
   uint64_t next_request_ = 1;
   int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started
   bool stop_ = false;
+  bool idle_ = true;  // the engine thread has nothing to do and its gauges are up to date
   MetricsRecorder recorder_;
 
   // Engine thread only.

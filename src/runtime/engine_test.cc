@@ -1,0 +1,325 @@
+// The Engine end to end on the tiny real-format models: batch invariance (alone, batched with
+// requests arriving at random moments, chunked, from the prefix cache, after preemption) for
+// every weight format and both attention orders; prefix reuse counts; cancellation at each stage;
+// the R1 second turn that prefills only the new user message; refusals before any work.
+#include "runtime/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "text/chat_template.h"
+
+namespace ponder {
+namespace {
+
+struct Fixture {
+  GgufFile file;
+  text::Tokenizer tokenizer;
+  std::unique_ptr<Qwen2Model> model;
+};
+
+std::unique_ptr<Fixture> load(const std::string& type) {
+  auto file = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-" + type + ".gguf");
+  EXPECT_TRUE(file.has_value()) << type;
+  auto tok = text::Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok.has_value());
+  auto f = std::make_unique<Fixture>(Fixture{std::move(*file), std::move(*tok), nullptr});
+  auto model = Qwen2Model::load(f->file);
+  EXPECT_TRUE(model.has_value());
+  f->model = std::move(*model);
+  return f;
+}
+
+// What one request (all its choices) streamed, collected from the engine thread.
+struct Stream {
+  struct Choice {
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    std::string reasoning, content;
+    GenerateStats stats;
+    std::string error;
+    bool done = false;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<int32_t, Choice> choices;
+  int32_t n_done = 0;
+  int32_t first_tokens = 0;  // events seen, for "cancel after k tokens"
+
+  EventSink sink() {
+    return [this](EngineEvent&& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      Choice& c = choices[ev.choice];
+      c.reasoning += ev.reasoning;
+      c.content += ev.content;
+      if (ev.kind == EngineEvent::Kind::kToken) {
+        c.tokens.push_back(ev.token);
+        c.logprobs.push_back(ev.logprob);
+        first_tokens++;
+      } else {
+        c.stats = ev.stats;
+        c.error = ev.error;
+        c.done = true;
+        n_done++;
+      }
+      cv.notify_all();
+    };
+  }
+  void wait(int32_t n_choices = 1) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return n_done >= n_choices; });
+  }
+  void wait_tokens(int32_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return first_tokens >= n || n_done > 0; });
+  }
+};
+
+EngineConfig config(int32_t kv_positions, int32_t max_running = 8, int32_t max_batch = 512) {
+  EngineConfig c;
+  c.kv_positions = kv_positions;
+  c.max_running = max_running;
+  c.max_batch = max_batch;
+  c.threads.n_threads = 2;
+  return c;
+}
+
+EngineRequest request(const std::vector<int32_t>& prompt, int32_t max_tokens, float temp, uint64_t seed) {
+  EngineRequest r;
+  r.prompt = prompt;
+  r.options.max_tokens = max_tokens;
+  r.options.sampling.temperature = temp;
+  r.options.sampling.seed = seed;
+  r.options.stop_at_eog = false;
+  r.n_logprobs = 2;
+  return r;
+}
+
+std::vector<int32_t> prompt_tokens(const text::Tokenizer& tok, int i) {
+  std::string text = "Question " + std::to_string(i) + ": what follows from";
+  for (int k = 0; k < 3 + (i * 7) % 23; ++k) text += " the premise number " + std::to_string(k * i);
+  return tok.encode(text, false);
+}
+
+Stream::Choice run_one(Engine& engine, EngineRequest r) {
+  Stream s;
+  r.sink = s.sink();
+  auto id = engine.submit(std::move(r));
+  EXPECT_TRUE(id.has_value()) << id.status().message();
+  s.wait();
+  return s.choices[0];
+}
+
+void expect_clean(Engine& engine) {
+  engine.wait_idle();
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.sequences_running, 0);
+}
+
+// A target request alone, then beside up to 7 others arriving at random moments, in an engine
+// with small batches (chunked prompts) and, for `tight`, a KV pool too small for all of them
+// (preemption). Same tokens and logprobs, bit for bit.
+void check_invariance(const std::string& type, bool flash, uint32_t seed) {
+  auto f = load(type);
+  f->model->set_flash_attention(flash);
+  const auto target_prompt = prompt_tokens(f->tokenizer, 3);
+  const EngineRequest target = request(target_prompt, 24, 0.8f, 42);
+  Stream::Choice alone;
+  {
+    Engine engine(*f->model, f->tokenizer, config(2048));
+    alone = run_one(engine, target);
+    // Again, now from the prefix cache.
+    Stream::Choice cached = run_one(engine, target);
+    EXPECT_EQ(cached.stats.n_reused, static_cast<int32_t>(target_prompt.size()) - 1);
+    EXPECT_EQ(cached.tokens, alone.tokens) << type;
+    EXPECT_EQ(cached.logprobs, alone.logprobs) << type;
+    expect_clean(engine);
+  }
+  ASSERT_EQ(alone.tokens.size(), 24u);
+  for (bool tight : {false, true}) {
+    std::mt19937 rng(seed + tight);
+    Engine engine(*f->model, f->tokenizer, config(tight ? 256 : 2048, 4, 7 + static_cast<int32_t>(rng() % 9)));
+    const int n_others = 1 + static_cast<int>(rng() % 7);
+    std::vector<std::unique_ptr<Stream>> others;
+    Stream mine;
+    EngineRequest t = target;
+    t.sink = mine.sink();
+    const int target_at = static_cast<int>(rng() % static_cast<uint32_t>(n_others + 1));
+    for (int i = 0; i <= n_others; ++i) {
+      if (i == target_at) {
+        ASSERT_TRUE(engine.submit(t).has_value());
+      } else {
+        others.push_back(std::make_unique<Stream>());
+        // Tight: long enough that any two of them overflow the pool together.
+        const int32_t n_gen = (tight ? 40 : 8) + static_cast<int32_t>(rng() % 20);
+        EngineRequest o = request(prompt_tokens(f->tokenizer, 10 + i), n_gen, 0.7f, rng());
+        o.sink = others.back()->sink();
+        ASSERT_TRUE(engine.submit(std::move(o)).has_value());
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % (tight ? 200 : 3000)));
+    }
+    mine.wait();
+    for (auto& o : others) o->wait();
+    const Stream::Choice& got = mine.choices[0];
+    EXPECT_EQ(got.tokens, alone.tokens) << type << (flash ? " flash" : "") << (tight ? " tight" : "");
+    EXPECT_EQ(got.logprobs, alone.logprobs) << type;
+    EXPECT_EQ(got.content, alone.content) << type;
+    if (tight) {
+      EXPECT_GT(engine.metrics().total.preemptions, 0) << type;
+    }
+    expect_clean(engine);
+  }
+}
+
+class EngineFormatTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineFormatTest, SameTokensAloneBatchedCachedAndPreempted) {
+  check_invariance(GetParam(), false, 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, EngineFormatTest,
+                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M",
+                                           "Q3_K_M", "Q2_K", "Q5_1", "Q5_0", "Q4_1", "Q4_0"));
+
+TEST(EngineTest, FlashOrderIsBatchInvariantToo) {
+  check_invariance("Q4_K_M", true, 11);
+  check_invariance("F16", true, 12);
+}
+
+TEST(EngineTest, PrefixReuseCountsAndChoicesShareThePrompt) {
+  auto f = load("Q8_0");
+  Engine engine(*f->model, f->tokenizer, config(1024));
+  const auto p = prompt_tokens(f->tokenizer, 5);
+  Stream::Choice first = run_one(engine, request(p, 10, 0, 0));
+  EXPECT_EQ(first.stats.n_reused, 0);
+  // A longer prompt that starts with the first one's prompt and output.
+  auto p2 = p;
+  p2.insert(p2.end(), first.tokens.begin(), first.tokens.begin() + 5);
+  p2.push_back(17);
+  Stream::Choice second = run_one(engine, request(p2, 4, 0, 0));
+  EXPECT_EQ(second.stats.n_reused, static_cast<int32_t>(p.size()) + 5);
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.total.prompt_tokens, static_cast<int64_t>(p.size() + p2.size()));
+  EXPECT_EQ(m.total.prompt_tokens_cached, static_cast<int64_t>(p.size()) + 5);
+
+  // n = 3: each choice is what a single request with its seed would give.
+  EngineRequest r = request(p2, 6, 0.9f, 100);
+  r.n_choices = 3;
+  Stream s;
+  r.sink = s.sink();
+  ASSERT_TRUE(engine.submit(r).has_value());
+  s.wait(3);
+  for (int32_t c = 0; c < 3; ++c) {
+    Stream::Choice single = run_one(engine, request(p2, 6, 0.9f, 100 + static_cast<uint64_t>(c)));
+    EXPECT_EQ(s.choices[c].tokens, single.tokens) << c;
+    EXPECT_EQ(s.choices[c].stats.n_reused, static_cast<int32_t>(p2.size()) - 1) << c;
+  }
+  expect_clean(engine);
+}
+
+TEST(EngineTest, CancelDuringPrefillDecodeAndQueueFreesEverything) {
+  auto f = load("Q8_0");
+  // max_batch 2: a 1,500-token prompt takes 750 steps, so the cancel lands during its prefill.
+  Engine engine(*f->model, f->tokenizer, config(2048, 1, 2));
+  std::vector<int32_t> long_prompt;
+  for (int i = 0; long_prompt.size() < 1500; ++i) {
+    auto more = prompt_tokens(f->tokenizer, i);
+    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
+  }
+  long_prompt.resize(1500);
+  Stream prefill, decode, queued;
+  EngineRequest a = request(long_prompt, 50, 0, 0);
+  a.sink = prefill.sink();
+  auto ida = engine.submit(a);
+  EngineRequest c = request(prompt_tokens(f->tokenizer, 2), 5, 0, 0);
+  c.sink = queued.sink();
+  auto idc = engine.submit(c);  // waits behind a (max_running 1)
+  ASSERT_TRUE(ida.has_value() && idc.has_value());
+  while (engine.metrics().total.prompt_rows == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  EXPECT_TRUE(engine.cancel(*idc));
+  EXPECT_TRUE(engine.cancel(*ida));
+  prefill.wait();
+  queued.wait();
+  EXPECT_EQ(prefill.choices[0].stats.finish_reason, "cancelled");
+  EXPECT_TRUE(prefill.choices[0].tokens.empty());  // still in its prompt
+  EXPECT_EQ(queued.choices[0].stats.finish_reason, "cancelled");
+  EXPECT_FALSE(engine.cancel(*ida));  // already gone
+
+  EngineRequest b = request(prompt_tokens(f->tokenizer, 4), 400, 0, 0);
+  b.sink = decode.sink();
+  auto idb = engine.submit(b);
+  ASSERT_TRUE(idb.has_value());
+  decode.wait_tokens(3);
+  EXPECT_TRUE(engine.cancel(*idb));
+  decode.wait();
+  EXPECT_EQ(decode.choices[0].stats.finish_reason, "cancelled");
+  EXPECT_LT(decode.choices[0].tokens.size(), 400u);
+  expect_clean(engine);
+  EXPECT_EQ(engine.metrics().total.requests_cancelled, 3);
+}
+
+TEST(EngineTest, TheSecondR1TurnPrefillsOnlyTheNewUserMessage) {
+  auto f = load("Q4_K_M");
+  auto tmpl = text::ChatTemplate::for_model(f->file, "");
+  ASSERT_TRUE(tmpl.has_value());
+  ASSERT_EQ(tmpl->format(), text::ChatFormat::kDeepSeekR1);
+  Engine engine(*f->model, f->tokenizer, config(2048));
+  auto tokens_of = [&](const std::vector<text::ChatMessage>& m, bool gen) {
+    return text::tokenize_chat(f->tokenizer, *tmpl->render(m, gen));
+  };
+  std::vector<text::ChatMessage> history{{"system", "You are terse."}, {"user", "What is two plus two, and why?"}};
+  EngineRequest r1 = request(tokens_of(history, true), 40, 0, 0);
+  r1.starts_in_thinking = true;
+  Stream::Choice turn1 = run_one(engine, r1);
+  // The client sends back what it showed, thinking included; the template drops the thinking.
+  history.push_back({"assistant", "<think>\n" + turn1.reasoning + "</think>\n\n" + turn1.content + " Four."});
+  // The engine warms the answer-only form of the turn while the user types.
+  EngineRequest warm;
+  warm.prompt = tokens_of(history, false);
+  warm.prefill_only = true;
+  Stream w;
+  warm.sink = w.sink();
+  ASSERT_TRUE(engine.submit(warm).has_value());
+  w.wait();
+  history.push_back({"user", "And three plus three?"});
+  const auto turn2_prompt = tokens_of(history, true);
+  ASSERT_GT(turn2_prompt.size(), warm.prompt.size());
+  ASSERT_TRUE(std::equal(warm.prompt.begin(), warm.prompt.end(), turn2_prompt.begin()));
+  EngineRequest r2 = request(turn2_prompt, 5, 0, 0);
+  r2.starts_in_thinking = true;
+  Stream::Choice turn2 = run_one(engine, r2);
+  // Prefilled: "<｜User｜>And three plus three?<｜Assistant｜><think>\n" and nothing else.
+  EXPECT_EQ(turn2.stats.n_reused, static_cast<int32_t>(warm.prompt.size()));
+  EXPECT_EQ(turn2.stats.n_prompt - turn2.stats.n_reused, static_cast<int32_t>(turn2_prompt.size() - warm.prompt.size()));
+  expect_clean(engine);
+}
+
+TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
+  auto f = load("Q8_0");
+  Engine engine(*f->model, f->tokenizer, config(256));
+  const auto p = prompt_tokens(f->tokenizer, 1);
+  auto too_long = engine.submit(request(p, 256, 0, 0));
+  ASSERT_FALSE(too_long.has_value());
+  EXPECT_NE(too_long.status().message().find(std::to_string(p.size()) + " tokens and max_tokens asks for 256"), std::string::npos)
+      << too_long.status().message();
+  EXPECT_FALSE(engine.submit(request({}, 5, 0, 0)).has_value());
+  EXPECT_FALSE(engine.submit(request({1 << 20}, 5, 0, 0)).has_value());
+  EngineRequest bad = request(p, 5, 0, 0);
+  bad.options.sampling.top_p = std::nanf("");
+  EXPECT_FALSE(engine.submit(bad).has_value());
+  // max_tokens 0: up to the context.
+  Stream::Choice full = run_one(engine, request(p, 0, 0, 0));
+  EXPECT_EQ(full.stats.n_gen + full.stats.n_prompt, 256);
+  EXPECT_EQ(full.stats.finish_reason, "length");
+  EXPECT_EQ(engine.metrics().total.requests_rejected, 4);
+  expect_clean(engine);
+}
+
+}  // namespace
+}  // namespace ponder
