@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace ponder {
 
@@ -64,6 +66,21 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
   }
   ::close(fd);
   return file;
+}
+
+void MappedFile::read_ahead() const {
+  if (data_ != nullptr) madvise(const_cast<uint8_t*>(data_), size_, MADV_WILLNEED);
+}
+
+Status MappedFile::lock_in_memory() const {
+  if (data_ == nullptr) return Status::ok();
+  if (mlock(data_, size_) == 0) return Status::ok();
+  const int err = errno;
+  rlimit lim{};
+  getrlimit(RLIMIT_MEMLOCK, &lim);
+  return Status::errorf("{}: mlock of {} MB failed ({}); the locked-memory limit is {} (ulimit -l, "
+                        "or run as root / with CAP_IPC_LOCK)", path_, size_ >> 20, std::strerror(err),
+                        lim.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(lim.rlim_cur >> 10) + " KB");
 }
 
 void release_pages(const void* p, size_t n) {

@@ -25,6 +25,13 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Asks the kernel to read the whole file ahead (madvise WILLNEED), as the users' guides do with
+  // `cat model > /dev/null`: the first pass over the weights then finds them in memory.
+  void read_ahead() const;
+  // Locks the mapping in RAM (mlock), so the weights are never paged out; an error names the
+  // limit (RLIMIT_MEMLOCK) when the OS refuses.
+  Status lock_in_memory() const;
+
  private:
   void reset();
   const uint8_t* data_ = nullptr;

@@ -2,6 +2,8 @@
 // standard deviation over repetitions, a thread sweep naming the best count), batched decode
 // throughput, the machine's measured read bandwidth and each tg result as a fraction of it, and
 // peak RSS. `-o json` uses llama-bench's field names so the two tools compare directly.
+// --concurrent 1,4,8 is the serving mode: N requests through the Engine at once (continuous
+// batching, as `ponder serve` runs them), like llama-batched-bench.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -15,9 +17,48 @@
 #include "cpu/memory_bandwidth.h"
 #include "cpu/topology.h"
 #include "runtime/bench.h"
+#include "runtime/serving_bench.h"
 
 namespace ponder::cli {
 namespace {
+
+int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t prompt, int32_t gen,
+                int32_t late, int threads, int32_t n_ctx, int32_t batch, const std::string& output) {
+  EngineConfig config;
+  config.max_running = *std::max_element(concurrent.begin(), concurrent.end());
+  config.kv_positions = n_ctx > 0 ? n_ctx : std::max(4096, config.max_running * (prompt + gen) + late + 64);
+  config.max_batch = batch;
+  config.threads.n_threads = threads;
+  Engine engine(*s.model, s.tokenizer, config);
+  nlohmann::json out = nlohmann::json::array();
+  if (output == "md") {
+    fmt::print("model: {}, CPU: {} [{}], {} threads, KV pool {} positions\n\n", s.file.path(), cpu_features().brand,
+               isa_name(active_isa()), threads, config.kv_positions);
+    fmt::print("| requests | prompt | gen | T (s) | S_TG (t/s) | all t/s | TTFT p50 / p95 (s) | latency p50 / p95 (s) | longest gap (s) | CPU |{}\n",
+               late > 0 ? " late prompt TTFT (s) |" : "");
+    fmt::print("|---|---|---|---|---|---|---|---|---|---|{}\n", late > 0 ? "---|" : "");
+  }
+  for (int32_t n : concurrent) {
+    auto r = run_serving_bench(engine, static_cast<int32_t>(s.model->config().n_vocab), n, prompt, gen, late);
+    if (!r.has_value()) return fail("bench", r.status().message());
+    if (output == "json") {
+      out.push_back({{"n_concurrent", n}, {"n_prompt", prompt}, {"n_gen", gen}, {"n_threads", threads},
+                     {"total_s", r->total_s}, {"gen_tps", r->gen_tps}, {"total_tps", r->total_tps},
+                     {"ttft_p50_s", r->ttft_p50_s}, {"ttft_p95_s", r->ttft_p95_s},
+                     {"latency_p50_s", r->latency_p50_s}, {"latency_p95_s", r->latency_p95_s},
+                     {"max_gap_s", r->max_gap_s}, {"late_prompt", r->late_prompt},
+                     {"late_ttft_s", r->late_ttft_s}, {"preemptions", r->preemptions},
+                     {"cpu_util", r->cpu_util}});
+    } else {
+      fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.3f} / {:.3f} | {:.2f} / {:.2f} | {:.3f} | {:.0f}% |{}\n", n,
+                 prompt, gen, r->total_s, r->gen_tps, r->total_tps, r->ttft_p50_s, r->ttft_p95_s,
+                 r->latency_p50_s, r->latency_p95_s, r->max_gap_s, 100 * r->cpu_util,
+                 late > 0 ? fmt::format(" {:.2f} |", r->late_ttft_s) : "");
+    }
+  }
+  if (output == "json") fmt::print("{}\n", out.dump(2));
+  return 0;
+}
 
 struct Row {
   std::string test;
@@ -32,6 +73,8 @@ int run_bench_cmd(int argc, char** argv) {
   std::vector<int> threads;
   int reps = 5;
   bool no_bandwidth = false, pin = false;
+  std::vector<int32_t> concurrent;
+  int32_t serve_prompt = 128, serve_gen = 64, late_prompt = 0, serve_ctx = 0, serve_batch = 512;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
@@ -43,6 +86,12 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
   app.add_flag("--pin", pin, "pin threads to physical cores");
+  app.add_option("--concurrent", concurrent, "serving mode: this many requests at once through the engine (e.g. 1,4,8)")->delimiter(',');
+  app.add_option("--prompt", serve_prompt, "serving mode: prompt tokens per request")->capture_default_str();
+  app.add_option("--gen", serve_gen, "serving mode: generated tokens per request")->capture_default_str();
+  app.add_option("--late-prompt", late_prompt, "serving mode: a prompt this long arrives once the streams decode");
+  app.add_option("-c,--ctx", serve_ctx, "serving mode: KV pool positions (default: enough for all)");
+  app.add_option("-b,--batch-size", serve_batch, "serving mode: most rows per forward pass")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {
@@ -58,6 +107,14 @@ int run_bench_cmd(int argc, char** argv) {
   auto session = ModelSession::open(model_path);
   if (!session.has_value()) return fail("bench", session.status().message());
   ModelSession& s = **session;
+  if (!concurrent.empty()) {
+    for (int32_t n : concurrent) {
+      if (n < 1) return fail("bench", fmt::format("--concurrent {} must be at least 1", n));
+    }
+    if (flash.size() == 1) s.model->set_flash_attention(flash[0] != 0);
+    return run_serving(s, concurrent, serve_prompt, serve_gen, late_prompt,
+                       *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch, output);
+  }
   const int64_t bytes_per_token = weight_bytes_per_token(*s.model);
   const size_t model_size = s.file.file_size();
   int64_t n_params = 0;

@@ -1,6 +1,7 @@
 // ponder chat -m M.gguf: an interactive multi-turn chat in the terminal. The history is kept
-// (earlier thinking dropped by the template), the KV cache reuses earlier turns, Ctrl-C stops the
-// current answer and Ctrl-D (or /exit) leaves.
+// (earlier thinking dropped by the template); after each answer the engine computes the
+// answer-only form of the turn into its prefix cache while the user types, so the next turn
+// prefills only the new message. Ctrl-C stops the current answer and Ctrl-D (or /exit) leaves.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -11,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
+#include "base/log.h"
 
 namespace ponder::cli {
 namespace {
@@ -32,17 +34,18 @@ int run_chat(int argc, char** argv) {
   if (!session.has_value()) return fail("chat", session.status().message());
   ModelSession& s = **session;
   s.model->set_flash_attention(flags.flash_attn);
+  flags.apply_to_process(s);
   auto tmpl = s.chat_template(flags.template_name);
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
-  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.thread_config());
+  Engine engine(*s.model, s.tokenizer, flags.engine_config());
   std::signal(SIGINT, on_sigint);
   std::vector<text::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});
   std::fprintf(stderr, "ponder chat: %s (%s template, %lld-token context). Ctrl-C stops an answer, "
                "/reset clears the history, Ctrl-D or /exit leaves.\n",
-               flags.model_path.c_str(), tmpl->name(), static_cast<long long>(flags.n_ctx));
+               flags.model_path.c_str(), tmpl->name(), static_cast<long long>(engine.max_context()));
   std::string line;
   for (;;) {
     std::fputs("\n> ", stdout);
@@ -65,15 +68,19 @@ int run_chat(int argc, char** argv) {
     history.push_back({"user", line});
     auto segments = tmpl->render(history, true);
     if (!segments.has_value()) return fail("chat", segments.status().message());
-    const auto tokens = text::tokenize_chat(s.tokenizer, *segments);
-    std::string answer;
-    ThinkingPrinter printer(thinking, flags.hide_thinking);
-    auto stats = gen.generate(tokens, flags.gen,
-                              [&](std::string_view t) {
-                                answer += t;
-                                printer.push(t);
-                              },
-                              &g_cancel);
+    EngineRequest request;
+    request.prompt = text::tokenize_chat(s.tokenizer, *segments);
+    request.options = flags.gen;
+    request.starts_in_thinking = thinking;
+    std::string reasoning, answer;
+    ThinkingPrinter printer(flags.hide_thinking);
+    auto stats = run_request(engine, std::move(request),
+                             [&](const std::string& r, const std::string& c) {
+                               reasoning += r;
+                               answer += c;
+                               printer.push(r, c);
+                             },
+                             &g_cancel);
     if (!stats.has_value()) {
       // A turn that no longer fits: say so and let the user /reset; the program keeps running.
       std::fprintf(stderr, "ponder chat: %s\n", stats.status().message().c_str());
@@ -84,7 +91,17 @@ int run_chat(int argc, char** argv) {
     if (stats->finish_reason == "cancelled") std::fputs("(stopped)\n", stdout);
     std::fprintf(stderr, "%s\n", format_stats(*stats).c_str());
     // The answer goes back into the history as said, thinking included; the template drops it.
-    history.push_back({"assistant", (thinking ? "<think>\n" : "") + answer});
+    const bool closed = !answer.empty();
+    history.push_back({"assistant", thinking ? "<think>\n" + reasoning + (closed ? "</think>\n\n" + answer : "") : answer});
+    // Warm the next turn: its prompt starts with this turn in answer-only form.
+    if (auto next = tmpl->render(history, false); next.has_value()) {
+      EngineRequest warm;
+      warm.prompt = text::tokenize_chat(s.tokenizer, *next);
+      warm.prefill_only = true;
+      if (auto id = engine.submit(std::move(warm)); !id.has_value()) {
+        log_debug("chat: the next turn's prefix is not warmed: {}", id.status().message());
+      }
+    }
   }
   return 0;
 }

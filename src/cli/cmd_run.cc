@@ -27,6 +27,7 @@ int run_run(int argc, char** argv) {
   if (!session.has_value()) return fail("run", session.status().message());
   ModelSession& s = **session;
   s.model->set_flash_attention(flags.flash_attn);
+  flags.apply_to_process(s);
 
   std::vector<int32_t> tokens;
   bool thinking = false;
@@ -46,9 +47,14 @@ int run_run(int argc, char** argv) {
   }
   if (tokens.empty()) return fail("run", "the prompt is empty");
 
-  Generator gen(*s.model, s.tokenizer, flags.n_ctx, flags.thread_config());
-  ThinkingPrinter printer(thinking, flags.hide_thinking);
-  auto stats = gen.generate(tokens, flags.gen, [&](std::string_view t) { printer.push(t); });
+  Engine engine(*s.model, s.tokenizer, flags.engine_config());
+  ThinkingPrinter printer(flags.hide_thinking);
+  EngineRequest request;
+  request.prompt = std::move(tokens);
+  request.options = flags.gen;
+  request.starts_in_thinking = thinking;
+  auto stats = run_request(engine, std::move(request),
+                           [&](const std::string& r, const std::string& c) { printer.push(r, c); });
   if (!stats.has_value()) return fail("run", stats.status().message());
   printer.finish();
   std::fprintf(stderr, "\n%s | load %.2f s\n", format_stats(*stats).c_str(), s.load_s);

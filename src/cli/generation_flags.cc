@@ -3,7 +3,13 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <mutex>
+
+#include "base/log.h"
+#include "base/process_priority.h"
 
 #include "cli/model_session.h"
 
@@ -11,13 +17,16 @@ namespace ponder::cli {
 
 void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
-  app.add_option("-c,--ctx", n_ctx, "context length in tokens")->capture_default_str();
+  app.add_option("-c,--ctx,--ctx-size", n_ctx, "KV cache positions, shared by all requests (one request may use all)")->capture_default_str();
+  app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")->capture_default_str();
+  app.add_flag("--mlock", mlock, "lock the model file in RAM (never paged out)");
+  app.add_option("--prio", prio, "process priority: 0 normal, 1-3 higher (nice -5/-10/-15; needs root)")->capture_default_str();
   app.add_option("-t,--threads", threads, "threads for generation (default: the physical cores)");
   app.add_option("--threads-batch", threads_batch, "threads for prompt processing (default: --threads)");
   app.add_flag("--pin", pin, "pin threads to physical cores");
   app.add_flag("--flash-attn", flash_attn,
                "flash-order attention (streams the KV cache; logits differ from llama.cpp's default)");
-  app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate")->capture_default_str();
+  app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate, thinking included (0: up to the context)")->capture_default_str();
   app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")->capture_default_str();
   app.add_option("--top-k", gen.sampling.top_k, "top-k (0: off)")->capture_default_str();
   app.add_option("--top-p", gen.sampling.top_p, "top-p (1: off)")->capture_default_str();
@@ -37,6 +46,8 @@ Status GenerationFlags::validate() const {
   if (threads < 0) return Status::errorf("--threads {} is negative", threads);
   if (threads_batch < 0) return Status::errorf("--threads-batch {} is negative", threads_batch);
   if (gen.max_tokens < 0) return Status::errorf("--max-tokens {} is negative", gen.max_tokens);
+  if (batch_size < 1) return Status::errorf("--batch-size {} must be at least 1", batch_size);
+  if (prio < 0 || prio > 3) return Status::errorf("--prio {}: expected 0 to 3", prio);
   return Status::ok();
 }
 
@@ -44,8 +55,23 @@ ThreadConfig GenerationFlags::thread_config() const {
   return ThreadConfig{threads > 0 ? threads : default_threads(), threads_batch, pin};
 }
 
-ThinkingPrinter::ThinkingPrinter(bool starts_in_thinking, bool hide_thinking)
-    : splitter_(starts_in_thinking), hide_(hide_thinking), tty_(isatty(STDOUT_FILENO) != 0) {}
+EngineConfig GenerationFlags::engine_config() const {
+  EngineConfig c;
+  c.kv_positions = n_ctx;
+  c.max_batch = batch_size;
+  c.threads = thread_config();
+  return c;
+}
+
+void GenerationFlags::apply_to_process(const ModelSession& session) const {
+  if (mlock) {
+    if (Status st = session.file.mapping().lock_in_memory(); !st.is_ok()) log_warn("--mlock: {}", st.message());
+  }
+  if (Status st = set_process_priority(prio); !st.is_ok()) log_warn("--prio: {}", st.message());
+}
+
+ThinkingPrinter::ThinkingPrinter(bool hide_thinking)
+    : hide_(hide_thinking), tty_(isatty(STDOUT_FILENO) != 0) {}
 
 void ThinkingPrinter::print_reasoning(const std::string& s) {
   if (s.empty() || hide_) return;
@@ -70,16 +96,12 @@ void ThinkingPrinter::print_content(const std::string& s) {
   std::fflush(stdout);
 }
 
-void ThinkingPrinter::push(std::string_view text) {
-  auto parts = splitter_.push(text);
-  print_reasoning(parts.reasoning);
-  print_content(parts.content);
+void ThinkingPrinter::push(const std::string& reasoning, const std::string& content) {
+  print_reasoning(reasoning);
+  print_content(content);
 }
 
 void ThinkingPrinter::finish() {
-  auto parts = splitter_.flush();
-  print_reasoning(parts.reasoning);
-  print_content(parts.content);
   std::fputs("\n", stdout);
   std::fflush(stdout);
 }
@@ -92,6 +114,41 @@ std::string format_stats(const GenerateStats& s) {
       s.n_prompt, s.n_reused, s.prompt_s, s.prompt_s > 0 ? computed / s.prompt_s : 0.0, s.n_gen,
       s.gen_s, s.gen_s > 0 && s.n_gen > 1 ? (s.n_gen - 1) / s.gen_s : 0.0, s.ttft_s,
       s.finish_reason);
+}
+
+Expected<GenerateStats> run_request(
+    Engine& engine, EngineRequest request,
+    const std::function<void(const std::string&, const std::string&)>& on_text,
+    const std::atomic<bool>* cancel) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<EngineEvent> events;
+  request.sink = [&](EngineEvent&& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(std::move(ev));
+    cv.notify_one();
+  };
+  PONDER_ASSIGN_OR_RETURN(const uint64_t id, engine.submit(std::move(request)));
+  bool cancelled = false;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !events.empty(); });
+    if (!cancelled && cancel != nullptr && cancel->load()) {
+      engine.cancel(id);
+      cancelled = true;
+    }
+    while (!events.empty()) {
+      EngineEvent ev = std::move(events.front());
+      events.pop_front();
+      lock.unlock();
+      on_text(ev.reasoning, ev.content);
+      if (ev.kind == EngineEvent::Kind::kDone) {
+        if (!ev.error.empty()) return Status::error(ev.error);
+        return std::move(ev.stats);
+      }
+      lock.lock();
+    }
+  }
 }
 
 }  // namespace ponder::cli

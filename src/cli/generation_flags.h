@@ -1,13 +1,17 @@
-// Command-line flags shared by the commands that generate text (run, chat): model, context,
-// threads, sampling, and the terminal printer that shows R1's thinking apart from its answer.
+// Command-line flags shared by the commands that generate text (run, chat, and later serve):
+// model, context, threads, batching, loading, sampling; the terminal printer that shows R1's
+// thinking apart from its answer; and run_request(), which streams one request through the Engine.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
-#include "runtime/generator.h"
-#include "runtime/reasoning_splitter.h"
+#include <atomic>
+#include <functional>
+
+#include "cli/model_session.h"
+#include "runtime/engine.h"
 
 namespace ponder::cli {
 
@@ -20,25 +24,31 @@ struct GenerationFlags {
   bool pin = false;
   bool hide_thinking = false;
   bool flash_attn = false;
+  int32_t batch_size = 512;
+  bool mlock = false;
+  int prio = 0;
   GenerateOptions gen;
 
+  GenerationFlags() { gen.max_tokens = 0; }  // up to the context
   void add_to(CLI::App& app);
   Status validate() const;
   ThreadConfig thread_config() const;
+  EngineConfig engine_config() const;
+  // --mlock and --prio on the opened model; a refusal is a warning, the command goes on.
+  void apply_to_process(const ModelSession& session) const;
 };
 
 // Prints streamed text: thinking dimmed (on a terminal) under a "thinking" header, then the
 // answer. Also usable when there is no thinking (raw prompts).
 class ThinkingPrinter {
  public:
-  ThinkingPrinter(bool starts_in_thinking, bool hide_thinking);
-  void push(std::string_view text);
+  explicit ThinkingPrinter(bool hide_thinking);
+  void push(const std::string& reasoning, const std::string& content);
   void finish();
 
  private:
   void print_reasoning(const std::string& s);
   void print_content(const std::string& s);
-  ReasoningSplitter splitter_;
   bool hide_;
   bool tty_;
   bool in_reasoning_block_ = false;
@@ -47,5 +57,12 @@ class ThinkingPrinter {
 
 // "prompt 12 tokens (3 cached) at 150.2 t/s | 40 tokens at 25.1 t/s | first token 0.08 s"
 std::string format_stats(const GenerateStats& s);
+
+// Submits one request and waits for it, calling on_text(reasoning, content) as text streams in
+// (on this thread). Setting *cancel cancels the request. The stats of its end, or submit's error.
+Expected<GenerateStats> run_request(
+    Engine& engine, EngineRequest request,
+    const std::function<void(const std::string& reasoning, const std::string& content)>& on_text,
+    const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ponder::cli

@@ -9,6 +9,7 @@ namespace ponder::cli {
 Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& path) {
   Timer t;
   PONDER_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
+  file.mapping().read_ahead();  // the load's pass over the weights then reads at full speed
   auto tok = text::Tokenizer::from_gguf(file);
   if (!tok.has_value()) return tok.status().with_context(path);
   // Moving the GgufFile keeps its map (and so every pointer into it) where it is.

@@ -45,6 +45,7 @@ class GgufFile {
   size_t file_size() const { return size_; }
   // True when the bytes are a memory map of the file (open), false for parse's in-memory image.
   bool is_mapped() const { return map_.data() != nullptr; }
+  const MappedFile& mapping() const { return map_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }

@@ -228,14 +228,17 @@ void Engine::finish(uint64_t seq_id, const std::string& reason, const std::strin
   seqs_.erase(it);
   auto rit = requests_.find(request);
   if (rit == requests_.end()) return;
-  if (rit->second->sink) rit->second->sink(std::move(ev));
+  const bool last = rit->second->choices_left == 1;
   recorder_.update([&](EngineCounters& c) {
-    (reason == "cancelled" ? c.requests_cancelled : c.requests_finished) += rit->second->choices_left == 1;
+    (reason == "cancelled" ? c.requests_cancelled : c.requests_finished) += last;
   });
-  if (--rit->second->choices_left > 0) return;
-  requests_.erase(rit);
-  std::lock_guard<std::mutex> lock(mu_);
-  live_.erase(request);
+  if (last) {
+    // Gone before its client hears of the end: a cancel() after the last event returns false.
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(request);
+  }
+  if (rit->second->sink) rit->second->sink(std::move(ev));
+  if (--rit->second->choices_left == 0) requests_.erase(rit);
 }
 
 int32_t Engine::prefill_budget() const {
