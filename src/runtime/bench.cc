@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/timer.h"
+#include "runtime/kv_pool.h"
 
 namespace ponder {
 namespace {
@@ -51,7 +52,7 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
                                 int reps, ThreadPool& pool, int32_t n_batch, int32_t n_depth) {
   const int64_t n_vocab = model.config().n_vocab;
   const int32_t per_seq = n_depth + std::max(n_prompt, 1) + n_gen;
-  const int64_t block = 16;
+  const int64_t block = kKvBlockSize;  // the serving engine's block size
   const int64_t blocks_per_seq = (per_seq + block - 1) / block;
   KvCache cache = model.make_cache(blocks_per_seq * n_seq, block);
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n_seq));
