@@ -390,6 +390,7 @@ void Engine::loop() {
       if (stop_) break;
       inbox.swap(inbox_);
       cancels.swap(cancels_);
+      n_waiting_ += static_cast<int32_t>(inbox.size());  // queued until the next count
     }
     admit(inbox);
     for (uint64_t r : cancels) {

@@ -12,28 +12,13 @@
 #include <random>
 #include <thread>
 
+#include "runtime/tiny_model_for_test.h"
 #include "text/chat_template.h"
 
 namespace ponder {
 namespace {
 
-struct Fixture {
-  GgufFile file;
-  text::Tokenizer tokenizer;
-  std::unique_ptr<Qwen2Model> model;
-};
-
-std::unique_ptr<Fixture> load(const std::string& type) {
-  auto file = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-" + type + ".gguf");
-  EXPECT_TRUE(file.has_value()) << type;
-  auto tok = text::Tokenizer::from_gguf(*file);
-  EXPECT_TRUE(tok.has_value());
-  auto f = std::make_unique<Fixture>(Fixture{std::move(*file), std::move(*tok), nullptr});
-  auto model = Qwen2Model::load(f->file);
-  EXPECT_TRUE(model.has_value());
-  f->model = std::move(*model);
-  return f;
-}
+std::unique_ptr<TinyModel> load(const std::string& type) { return load_tiny_model(type); }
 
 // What one request (all its choices) streamed, collected from the engine thread.
 struct Stream {
@@ -262,6 +247,44 @@ TEST(EngineTest, CancelDuringPrefillDecodeAndQueueFreesEverything) {
   EXPECT_LT(decode.choices[0].tokens.size(), 400u);
   expect_clean(engine);
   EXPECT_EQ(engine.metrics().total.requests_cancelled, 3);
+}
+
+TEST(EngineTest, AFullQueueSaysBusy) {
+  auto f = load("Q8_0");
+  EngineConfig c = config(2048, 1, 2);
+  c.max_queue = 2;
+  Engine engine(*f->model, f->tokenizer, c);
+  std::vector<int32_t> long_prompt;
+  for (int i = 0; long_prompt.size() < 1500; ++i) {
+    auto more = prompt_tokens(f->tokenizer, i);
+    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
+  }
+  long_prompt.resize(1500);
+  Stream a, b, d;
+  EngineRequest ra = request(long_prompt, 5, 0, 0);
+  ra.sink = a.sink();
+  auto ida = engine.submit(ra);
+  ASSERT_TRUE(ida.has_value());
+  while (engine.metrics().total.prompt_rows == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  // a runs (max_running 1); two more fill the queue; the next is refused at once.
+  std::vector<uint64_t> queued;
+  for (int i = 0; i < 2; ++i) {
+    EngineRequest r = request(prompt_tokens(f->tokenizer, i), 3, 0, 0);
+    r.sink = b.sink();
+    auto id = engine.submit(r);
+    ASSERT_TRUE(id.has_value()) << id.status().message();
+    queued.push_back(*id);
+  }
+  EngineRequest rd = request(prompt_tokens(f->tokenizer, 9), 3, 0, 0);
+  rd.sink = d.sink();
+  auto busy = engine.submit(rd);
+  ASSERT_FALSE(busy.has_value());
+  EXPECT_NE(busy.status().message().find("busy"), std::string::npos) << busy.status().message();
+  for (uint64_t id : queued) engine.cancel(id);
+  engine.cancel(*ida);
+  a.wait();
+  b.wait(2);
+  expect_clean(engine);
 }
 
 TEST(EngineTest, TheSecondR1TurnPrefillsOnlyTheNewUserMessage) {

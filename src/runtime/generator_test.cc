@@ -4,29 +4,12 @@
 
 #include <string>
 
+#include "runtime/tiny_model_for_test.h"
 #include "text/stream_decoder.h"
 #include "text/utf8.h"
 
 namespace ponder {
 namespace {
-
-struct Fixture {
-  GgufFile file;
-  text::Tokenizer tokenizer;
-  std::unique_ptr<Qwen2Model> model;
-};
-
-Fixture load() {
-  auto file = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-Q8_0.gguf");
-  EXPECT_TRUE(file.has_value());
-  auto tok = text::Tokenizer::from_gguf(*file);
-  EXPECT_TRUE(tok.has_value()) << tok.status().message();
-  Fixture f{std::move(*file), std::move(*tok), nullptr};
-  auto model = Qwen2Model::load(f.file);
-  EXPECT_TRUE(model.has_value());
-  f.model = std::move(*model);
-  return f;
-}
 
 GenerateOptions greedy(int n) {
   GenerateOptions o;
@@ -37,7 +20,8 @@ GenerateOptions greedy(int n) {
 }
 
 TEST(GeneratorTest, PrefixReuseAndChunkingGiveTheSameTokens) {
-  Fixture f = load();
+  auto owned = load_tiny_model("Q8_0");
+  TinyModel& f = *owned;
   const auto prompt = f.tokenizer.encode("The quick brown fox jumps over the lazy dog. Then", false);
   Generator fresh(*f.model, f.tokenizer, 256, 2, /*n_batch=*/256);
   auto a = fresh.generate(prompt, greedy(12), [](std::string_view) {});
@@ -57,7 +41,8 @@ TEST(GeneratorTest, PrefixReuseAndChunkingGiveTheSameTokens) {
 }
 
 TEST(GeneratorTest, StreamsTextThatDecodesTheTokens) {
-  Fixture f = load();
+  auto owned = load_tiny_model("Q8_0");
+  TinyModel& f = *owned;
   Generator g(*f.model, f.tokenizer, 128, 2);
   std::string streamed;
   auto s = g.generate(f.tokenizer.encode("Hello", false), greedy(20),
@@ -75,7 +60,8 @@ TEST(GeneratorTest, StreamsTextThatDecodesTheTokens) {
 }
 
 TEST(GeneratorTest, BadPromptsAreClearErrors) {
-  Fixture f = load();
+  auto owned = load_tiny_model("Q8_0");
+  TinyModel& f = *owned;
   Generator g(*f.model, f.tokenizer, 16, 1);
   auto empty = g.generate({}, greedy(4), [](std::string_view) {});
   ASSERT_FALSE(empty.has_value());
@@ -90,7 +76,8 @@ TEST(GeneratorTest, BadPromptsAreClearErrors) {
 }
 
 TEST(GeneratorTest, StopsAtContextEndAndOnCancel) {
-  Fixture f = load();
+  auto owned = load_tiny_model("Q8_0");
+  TinyModel& f = *owned;
   Generator g(*f.model, f.tokenizer, 16, 1);
   auto s = g.generate({1, 2, 3, 4}, greedy(100), [](std::string_view) {});
   ASSERT_TRUE(s.has_value());
@@ -104,7 +91,8 @@ TEST(GeneratorTest, StopsAtContextEndAndOnCancel) {
 }
 
 TEST(GeneratorTest, SameSeedSameTokens) {
-  Fixture f = load();
+  auto owned = load_tiny_model("Q8_0");
+  TinyModel& f = *owned;
   Generator g(*f.model, f.tokenizer, 128, 2);
   GenerateOptions o = greedy(16);
   o.sampling.temperature = 1.0f;
