@@ -39,7 +39,7 @@ int run_chat(int argc, char** argv) {
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
-  Engine engine(*s.model, s.tokenizer, flags.engine_config());
+  Engine engine(*s.model, s.tokenizer, flags.engine_config(s.model->config()));
   std::signal(SIGINT, on_sigint);
   std::vector<text::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});

@@ -47,7 +47,7 @@ int run_run(int argc, char** argv) {
   }
   if (tokens.empty()) return fail("run", "the prompt is empty");
 
-  Engine engine(*s.model, s.tokenizer, flags.engine_config());
+  Engine engine(*s.model, s.tokenizer, flags.engine_config(s.model->config()));
   ThinkingPrinter printer(flags.hide_thinking);
   EngineRequest request;
   request.prompt = std::move(tokens);

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -18,6 +19,7 @@ namespace ponder::cli {
 void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-c,--ctx,--ctx-size", n_ctx, "KV cache positions, shared by all requests (one request may use all)")->capture_default_str();
+  app.add_option("--kv-mem", kv_mem_mib, "KV cache size in MiB (instead of -c positions; F16 K and V)");
   app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")->capture_default_str();
   app.add_flag("--mlock", mlock, "lock the model file in RAM (never paged out)");
   app.add_option("--prio", prio, "process priority: 0 normal, 1-3 higher (nice -5/-10/-15; needs root)")->capture_default_str();
@@ -46,6 +48,7 @@ Status GenerationFlags::validate() const {
   if (threads < 0) return Status::errorf("--threads {} is negative", threads);
   if (threads_batch < 0) return Status::errorf("--threads-batch {} is negative", threads_batch);
   if (gen.max_tokens < 0) return Status::errorf("--max-tokens {} is negative", gen.max_tokens);
+  if (kv_mem_mib < 0) return Status::errorf("--kv-mem {} is negative", kv_mem_mib);
   if (batch_size < 1) return Status::errorf("--batch-size {} must be at least 1", batch_size);
   if (prio < 0 || prio > 3) return Status::errorf("--prio {}: expected 0 to 3", prio);
   return Status::ok();
@@ -55,9 +58,14 @@ ThreadConfig GenerationFlags::thread_config() const {
   return ThreadConfig{threads > 0 ? threads : default_threads(), threads_batch, pin};
 }
 
-EngineConfig GenerationFlags::engine_config() const {
+EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   EngineConfig c;
   c.kv_positions = n_ctx;
+  if (kv_mem_mib > 0) {
+    // K and V in f16 for every layer: 4 bytes per layer and KV dimension per position.
+    const int64_t per_position = model.n_layer * model.n_head_kv * model.head_dim * 4;
+    c.kv_positions = static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
+  }
   c.max_batch = batch_size;
   c.threads = thread_config();
   return c;

@@ -25,6 +25,7 @@ struct GenerationFlags {
   bool hide_thinking = false;
   bool flash_attn = false;
   int32_t batch_size = 512;
+  int64_t kv_mem_mib = 0;  // > 0: the KV pool's size in MiB instead of -c positions
   bool mlock = false;
   int prio = 0;
   GenerateOptions gen;
@@ -33,7 +34,7 @@ struct GenerationFlags {
   void add_to(CLI::App& app);
   Status validate() const;
   ThreadConfig thread_config() const;
-  EngineConfig engine_config() const;
+  EngineConfig engine_config(const Qwen2Config& model) const;
   // --mlock and --prio on the opened model; a refusal is a warning, the command goes on.
   void apply_to_process(const ModelSession& session) const;
 };
