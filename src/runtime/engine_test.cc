@@ -91,6 +91,17 @@ std::vector<int32_t> prompt_tokens(const text::Tokenizer& tok, int i) {
   return tok.encode(text, false);
 }
 
+// n tokens of prompts strung together: with 2-row batches, a prefill of n / 2 steps.
+std::vector<int32_t> long_prompt_of(const text::Tokenizer& tok, size_t n) {
+  std::vector<int32_t> p;
+  for (int i = 0; p.size() < n; ++i) {
+    auto more = prompt_tokens(tok, i);
+    p.insert(p.end(), more.begin(), more.end());
+  }
+  p.resize(n);
+  return p;
+}
+
 Stream::Choice run_one(Engine& engine, EngineRequest r) {
   Stream s;
   r.sink = s.sink();
@@ -212,12 +223,7 @@ TEST(EngineTest, CancelDuringPrefillDecodeAndQueueFreesEverything) {
   auto f = load("Q8_0");
   // max_batch 2: a 1,500-token prompt takes 750 steps, so the cancel lands during its prefill.
   Engine engine(*f->model, f->tokenizer, config(2048, 1, 2));
-  std::vector<int32_t> long_prompt;
-  for (int i = 0; long_prompt.size() < 1500; ++i) {
-    auto more = prompt_tokens(f->tokenizer, i);
-    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
-  }
-  long_prompt.resize(1500);
+  const std::vector<int32_t> long_prompt = long_prompt_of(f->tokenizer, 1500);
   Stream prefill, decode, queued;
   EngineRequest a = request(long_prompt, 50, 0, 0);
   a.sink = prefill.sink();
@@ -254,12 +260,7 @@ TEST(EngineTest, AFullQueueSaysBusy) {
   EngineConfig c = config(2048, 1, 2);
   c.max_queue = 2;
   Engine engine(*f->model, f->tokenizer, c);
-  std::vector<int32_t> long_prompt;
-  for (int i = 0; long_prompt.size() < 1500; ++i) {
-    auto more = prompt_tokens(f->tokenizer, i);
-    long_prompt.insert(long_prompt.end(), more.begin(), more.end());
-  }
-  long_prompt.resize(1500);
+  const std::vector<int32_t> long_prompt = long_prompt_of(f->tokenizer, 1500);
   Stream a, b, d;
   EngineRequest ra = request(long_prompt, 5, 0, 0);
   ra.sink = a.sink();
