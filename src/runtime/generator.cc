@@ -4,14 +4,11 @@
 
 #include "base/timer.h"
 #include "cpu/topology.h"
+#include "runtime/kv_pool.h"
 #include "runtime/stop_strings.h"
 #include "text/stream_decoder.h"
 
 namespace ponder {
-namespace {
-constexpr int32_t kBlockSize = 16;
-}
-
 namespace {
 std::vector<int> pin_list(bool pin) { return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{}; }
 }  // namespace
@@ -23,7 +20,7 @@ Generator::Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_
       n_ctx_(n_ctx),
       n_batch_(n_batch),
       pool_(threads.n_threads, pin_list(threads.pin)),
-      cache_(model.make_cache((n_ctx + kBlockSize - 1) / kBlockSize, kBlockSize)) {
+      cache_(model.make_cache((n_ctx + kKvBlockSize - 1) / kKvBlockSize, kKvBlockSize)) {
   if (threads.n_threads_batch > 0 && threads.n_threads_batch != threads.n_threads) {
     batch_pool_ = std::make_unique<ThreadPool>(threads.n_threads_batch, pin_list(threads.pin));
   }
