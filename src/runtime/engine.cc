@@ -377,13 +377,6 @@ void Engine::loop() {
     std::vector<uint64_t> cancels;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      n_waiting_ = 0;
-      for (const auto& [id, rs] : requests_) {
-        (void)rs;
-        bool started = false;
-        for (uint64_t s : scheduler_.sequences_of(id)) started |= seqs_.at(s)->started;
-        n_waiting_ += !started;
-      }
       idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty();  // gauges already updated
       if (idle_) idle_cv_.notify_all();
       cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !scheduler_.idle(); });
@@ -397,6 +390,17 @@ void Engine::loop() {
       for (uint64_t s : scheduler_.sequences_of(r)) finish(s, "cancelled");
     }
     if (!scheduler_.idle()) step(pool, batch_pool.get());
+    {
+      // Recounted before the gauges go out: once they say 0 waiting, submit() agrees.
+      std::lock_guard<std::mutex> lock(mu_);
+      n_waiting_ = 0;
+      for (const auto& [id, rs] : requests_) {
+        (void)rs;
+        bool started = false;
+        for (uint64_t s : scheduler_.sequences_of(id)) started |= seqs_.at(s)->started;
+        n_waiting_ += !started;
+      }
+    }
     const KvPool& kv = scheduler_.pool();
     recorder_.set_gauges(n_waiting_, scheduler_.n_running(), kv.n_blocks(), kv.n_used(), kv.n_cached(), kKvBlockSize);
   }

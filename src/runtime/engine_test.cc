@@ -266,7 +266,11 @@ TEST(EngineTest, AFullQueueSaysBusy) {
   ra.sink = a.sink();
   auto ida = engine.submit(ra);
   ASSERT_TRUE(ida.has_value());
-  while (engine.metrics().total.prompt_rows == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  for (;;) {  // the gauges come out after the engine recounts what waits
+    const EngineMetrics m = engine.metrics();
+    if (m.sequences_running == 1 && m.requests_waiting == 0) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   // a runs (max_running 1); two more fill the queue; the next is refused at once.
   std::vector<uint64_t> queued;
   for (int i = 0; i < 2; ++i) {
