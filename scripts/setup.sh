@@ -6,6 +6,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev
+  libboost-dev libsqlite3-dev curl
   python3 python3-jinja2
 )
 

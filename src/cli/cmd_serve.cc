@@ -1,0 +1,116 @@
+// ponder serve -m M.gguf: the HTTP server (OpenAI and llama.cpp APIs) on one loaded model. Stops
+// on SIGINT / SIGTERM by draining: health fails at once, new generations are refused, running
+// ones get --drain-timeout seconds to finish, then are cancelled.
+#include <csignal>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "cli/command.h"
+#include "cli/generation_flags.h"
+#include "cli/model_session.h"
+#include "server/server.h"
+
+namespace ponder::cli {
+namespace {
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
+}
+
+int run_serve(int argc, char** argv) {
+  CLI::App app{"Serve the model over HTTP: OpenAI (/v1/chat/completions, /v1/completions, /v1/models) and "
+               "llama.cpp (/health, /tokenize, /detokenize, /props, /metrics) APIs"};
+  GenerationFlags flags;
+  flags.add_to(app);
+  server::ServerConfig config;
+  std::string host = "127.0.0.1";
+  std::string api_key_file;
+  bool insecure = false;
+  double drain_timeout = 30;
+  int parallel = 8;
+  int queue = 64;
+  app.add_option("--host", host, "address to listen on (another than loopback needs --api-key or --insecure)")->capture_default_str();
+  app.add_option("--port", config.port, "port to listen on")->capture_default_str();
+  app.add_option("--api-key", config.access.api_key, "key every API route needs (Authorization: Bearer KEY)");
+  app.add_option("--api-key-file", api_key_file, "file whose first line is the API key");
+  app.add_flag("--insecure", insecure, "allow a non-loopback --host without an API key");
+  app.add_option("--cors-origin", config.access.cors_origins, "an origin allowed to call from a browser (repeatable; default none)");
+  app.add_option("--alias", config.model_name, "the model's name in the API (default: the file name)");
+  app.add_option("--parallel", parallel,
+                 "most requests decoding at once; unlike llama-server's slots the context is never split "
+                 "between them (any one request may use all of -c)")->capture_default_str();
+  app.add_option("--queue", queue, "requests that may wait before the server answers 503 busy")->capture_default_str();
+  app.add_option("--drain-timeout", drain_timeout, "seconds running requests get to finish on SIGTERM")->capture_default_str();
+  app.add_option("--body-limit", config.limits.max_body_bytes, "largest request body in bytes (413 above)")->capture_default_str();
+  // llama-server's "-np N" (CLI11 takes one-letter short names only).
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& a : args) {
+    if (a == "-np") a = "--parallel";
+  }
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  if (Status st = flags.validate(); !st.is_ok()) return fail("serve", st.message());
+  if (!api_key_file.empty()) {
+    std::ifstream in(api_key_file);
+    if (!in || !std::getline(in, config.access.api_key) || config.access.api_key.empty()) {
+      return fail("serve", "cannot read an API key from " + api_key_file);
+    }
+  }
+  if (!is_loopback(host) && config.access.api_key.empty() && !insecure) {
+    return fail("serve", "--host " + host + " exposes the server beyond this machine: give --api-key (or --insecure)");
+  }
+  if (parallel < 1) return fail("serve", "--parallel must be at least 1");
+
+  auto session = ModelSession::open(flags.model_path);
+  if (!session.has_value()) return fail("serve", session.status().message());
+  ModelSession& s = **session;
+  s.model->set_flash_attention(flags.flash_attn);
+  flags.apply_to_process(s);
+  auto tmpl = s.chat_template(flags.template_name);
+  if (!tmpl.has_value()) return fail("serve", tmpl.status().message());
+
+  if (config.model_name == "ponder" || config.model_name.empty()) {
+    std::string name = flags.model_path.substr(flags.model_path.find_last_of('/') + 1);
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") name.resize(name.size() - 5);
+    config.model_name = name;
+  }
+  config.hosts = {host};
+  config.defaults.sampling = flags.gen.sampling;
+  config.defaults.max_tokens = flags.gen.max_tokens;
+  config.engine = flags.engine_config(s.model->config());
+  config.engine.max_running = parallel;
+  config.engine.max_queue = queue;
+
+  // Signals are taken by sigwait below, on this thread only.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server::Server srv(config, *s.model, s.tokenizer, *tmpl);
+  if (Status st = srv.start(); !st.is_ok()) return fail("serve", st.message());
+  const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  std::fprintf(stderr, "ponder serve: %s loaded in %.2f s; listening on http://%s:%u (KV %d positions, %d threads)\n",
+               config.model_name.c_str(), s.load_s, shown.c_str(), srv.port(), config.engine.kv_positions,
+               config.engine.threads.n_threads);
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::fprintf(stderr, "ponder serve: %s, draining (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain_timeout);
+  if (!srv.drain(drain_timeout)) std::fprintf(stderr, "ponder serve: drain timeout, cancelling what still runs\n");
+  return 0;
+}
+
+}  // namespace
+
+PONDER_COMMAND("serve", "serve the model over HTTP (OpenAI and llama.cpp APIs)", run_serve);
+
+}  // namespace ponder::cli

@@ -1,0 +1,37 @@
+// GenerationRequest: what any API family (OpenAI, llama.cpp, Ollama) asks of the engine once its
+// JSON is parsed and checked: the messages or the raw prompt, the generation options, and how
+// the answer is to be sent back. ServingDefaults: what a request that omits a field gets (the
+// model card's sampling for R1, the server's -n).
+// Depends on runtime/request.h and text/chat_template.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/request.h"
+#include "text/chat_template.h"
+
+namespace ponder::server {
+
+struct ServingDefaults {
+  SamplerParams sampling;     // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
+  int32_t max_tokens = 0;     // 0: up to the context (the server's -n caps every request)
+};
+
+struct GenerationRequest {
+  bool chat = true;
+  std::vector<text::ChatMessage> messages;  // chat
+  std::string prompt;                       // completion: text (special tokens parsed)
+  std::vector<int32_t> prompt_tokens;       // completion: ids given directly
+  GenerateOptions options;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  int32_t n_logprobs = -1;      // -1 none, 0 the chosen token's, k: and the top k
+  bool cache = true;            // may be answered from / stored in the response cache
+  bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
+  std::string user;
+};
+
+}  // namespace ponder::server

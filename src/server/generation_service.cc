@@ -1,0 +1,67 @@
+#include "server/generation_service.h"
+
+#include <fmt/core.h>
+
+namespace ponder::server {
+
+std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out) {
+  if (g.chat) {
+    auto segments = ctx.chat_template.render(g.messages, true);
+    if (!segments.has_value()) return ApiError::bad_request(segments.status().message(), "messages");
+    *out = text::tokenize_chat(ctx.tokenizer, *segments);
+  } else if (!g.prompt_tokens.empty()) {
+    *out = g.prompt_tokens;
+  } else {
+    *out = ctx.tokenizer.encode(g.prompt, true);
+    if (ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0) out->insert(out->begin(), ctx.tokenizer.bos());
+  }
+  if (out->empty()) return ApiError::bad_request("the prompt is empty", g.chat ? "messages" : "prompt");
+  const int32_t n_vocab = static_cast<int32_t>(ctx.tokenizer.n_vocab());
+  for (int32_t t : *out) {
+    if (t < 0 || t >= n_vocab) {
+      return ApiError::bad_request(fmt::format("token id {} is outside the vocabulary [0, {})", t, n_vocab), "prompt");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g, Responder& r,
+                                          std::function<void(EngineEvent&&)> on_event, Submission* out) {
+  if (ctx.draining.load()) return ApiError::busy("the server is shutting down");
+  EngineRequest req;
+  if (auto e = prompt_tokens(ctx, g, &req.prompt)) return e;
+  const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
+  const int64_t n_ctx = ctx.engine.max_context();
+  if (n_prompt >= n_ctx || n_prompt + g.options.max_tokens > n_ctx) {
+    ApiError e = ApiError::bad_request(
+        g.options.max_tokens > 0
+            ? fmt::format("this request needs {} tokens ({} in the prompt + {} to generate) but the context holds {}",
+                          n_prompt + g.options.max_tokens, n_prompt, g.options.max_tokens, n_ctx)
+            : fmt::format("the prompt has {} tokens but the context holds {}", n_prompt, n_ctx),
+        g.chat ? "messages" : "prompt");
+    e.code = "context_length_exceeded";
+    return e;
+  }
+  req.options = g.options;
+  req.starts_in_thinking = g.chat && g.split_reasoning && ctx.r1();
+  req.n_choices = g.n;
+  req.n_logprobs = g.n_logprobs;
+  auto post = ctx.post;
+  req.sink = [post, on_event = std::move(on_event)](EngineEvent&& ev) {
+    post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });
+  };
+  auto id = ctx.engine.submit(std::move(req));
+  if (!id.has_value()) {
+    const std::string& m = id.status().message();
+    if (m.rfind("busy", 0) == 0) return ApiError::busy(m);
+    return ApiError::bad_request(m);
+  }
+  out->id = *id;
+  out->n_prompt = static_cast<int32_t>(n_prompt);
+  Engine* engine = &ctx.engine;
+  const uint64_t rid = *id;
+  r.on_disconnect([engine, rid] { engine->cancel(rid); });
+  return std::nullopt;
+}
+
+}  // namespace ponder::server

@@ -1,0 +1,44 @@
+// The OpenAI API's request schemas and response shapes (/v1/chat/completions, /v1/completions):
+// parsing with every known field checked (type and range, never clamped), unknown fields
+// ignored as OpenAI's SDKs expect, and fields Ponder does not support refused by name. The
+// response builders produce OpenAI's exact JSON: whole responses, stream chunks, usage.
+// Depends on server/field_reader.h, server/generation_request.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/field_reader.h"
+#include "server/generation_request.h"
+#include "text/tokenizer.h"
+
+namespace ponder::server {
+
+// Parse a request body into *out; an error names the field at fault.
+std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const ServingDefaults& defaults,
+                                           GenerationRequest* out);
+std::optional<ApiError> parse_completion_request(const nlohmann::json& body, const ServingDefaults& defaults,
+                                                 GenerationRequest* out);
+// The sampling fields every family shares under OpenAI's names (temperature, top_p, top_k,
+// min_p, penalties, seed, logit_bias, stop).
+void read_sampling(FieldReader& f, GenerateOptions* options);
+
+// The usage object of OpenAI (with cached and reasoning token details).
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t reasoning_tokens = 0;
+  nlohmann::json to_json() const;
+};
+
+// One token's logprob entry: chat shape {token, logprob, bytes, top_logprobs}.
+nlohmann::json chat_logprob_entry(const text::Tokenizer& tok, const EngineEvent& ev);
+
+// JSON text, with invalid UTF-8 (a token's raw bytes) replaced rather than thrown on.
+std::string dump(const nlohmann::json& j);
+
+}  // namespace ponder::server

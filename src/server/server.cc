@@ -1,0 +1,53 @@
+#include "server/server.h"
+
+#include <chrono>
+#include <thread>
+
+#include "server/llama_routes.h"
+#include "server/openai_serving.h"
+
+namespace ponder::server {
+
+Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer, const text::ChatTemplate& tmpl)
+    : config_(std::move(config)) {
+  router_ = std::make_unique<Router>(config_.access);
+  http_ = std::make_unique<HttpServer>(config_.limits, [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
+    router_->handle(std::move(req), std::move(r));
+  });
+  engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
+  ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
+  ctx_->model_name = config_.model_name;
+  ctx_->defaults = config_.defaults;
+  ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  HttpServer* http = http_.get();
+  ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
+  add_openai_routes(*router_, *ctx_);
+  add_llama_routes(*router_, *ctx_);
+}
+
+Server::~Server() {
+  engine_.reset();  // cancels what runs; its last events go to the still-running I/O thread
+  http_->stop();
+}
+
+Status Server::start() {
+  for (const std::string& host : config_.hosts) {
+    if (Status st = http_->listen(host, config_.port); !st.is_ok()) return st;
+  }
+  http_->start();
+  ctx_->ready = true;
+  return Status::ok();
+}
+
+bool Server::drain(double timeout_s) {
+  ctx_->draining = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  for (;;) {
+    const EngineMetrics m = engine_->metrics();
+    if (m.requests_waiting == 0 && m.sequences_running == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace ponder::server

@@ -1,0 +1,55 @@
+// Server: `ponder serve` as a library: the Engine for one loaded model, the HTTP transport, the
+// router with every API family's routes, and an orderly stop (draining: health fails at once,
+// new generations are refused, running ones may finish).
+// Destruction order matters and is fixed here: the engine goes first (its last events are posted
+// to the I/O thread, which is still alive), the transport after.
+// Depends on runtime/engine.h and the server layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/engine.h"
+#include "server/generation_request.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "server/server_context.h"
+
+namespace ponder::server {
+
+struct ServerConfig {
+  std::vector<std::string> hosts{"127.0.0.1"};
+  uint16_t port = 8080;  // 0: any free port (tests)
+  AccessConfig access;
+  HttpLimits limits;
+  std::string model_name = "ponder";
+  ServingDefaults defaults;
+  EngineConfig engine;
+};
+
+class Server {
+ public:
+  // The model and tokenizer must outlive the server.
+  Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer, const text::ChatTemplate& tmpl);
+  ~Server();
+
+  Status start();  // listens on every host, starts the I/O thread
+  uint16_t port() const { return http_->port(); }
+  // Draining: /health answers 503 and new generations are refused; true when the engine went
+  // idle within timeout_s (else what still runs is cancelled).
+  bool drain(double timeout_s);
+  Engine& engine() { return *engine_; }
+  ServerContext& context() { return *ctx_; }
+  int64_t open_connections() const { return http_->open_connections(); }
+
+ private:
+  ServerConfig config_;
+  std::unique_ptr<HttpServer> http_;  // destroyed last
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<Router> router_;
+};
+
+}  // namespace ponder::server

@@ -1,0 +1,34 @@
+// ServerContext: what every route needs to serve a request: the engine, the tokenizer and chat
+// template of the loaded model, its public name, the defaults for omitted fields, and a way to
+// run code on the I/O thread (engine events are posted there, never handled on the engine
+// thread). Owned by Server; routes hold a reference.
+// Depends on runtime/engine.h, text, server/generation_request.h.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "runtime/engine.h"
+#include "server/generation_request.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace ponder::server {
+
+struct ServerContext {
+  Engine& engine;
+  const text::Tokenizer& tokenizer;
+  const text::ChatTemplate& chat_template;
+  ServerContext(Engine& e, const text::Tokenizer& t, const text::ChatTemplate& c) : engine(e), tokenizer(t), chat_template(c) {}
+  std::string model_name;     // what /v1/models lists and responses carry (--alias)
+  ServingDefaults defaults;
+  int64_t created_unix = 0;   // when the model was loaded (/v1/models "created")
+  std::function<void(std::function<void()>)> post;  // run on the I/O thread
+  std::atomic<bool> ready{false};     // /health: 503 until the model is loaded, and while draining
+  std::atomic<bool> draining{false};  // no new generation requests
+  bool r1() const { return chat_template.format() == text::ChatFormat::kDeepSeekR1; }
+};
+
+}  // namespace ponder::server
