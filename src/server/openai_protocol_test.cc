@@ -1,0 +1,121 @@
+// The OpenAI request schemas as pure logic: each field read, checked (type and range, never
+// clamped) or refused by name.
+#include "server/openai_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ponder::server {
+namespace {
+
+using nlohmann::json;
+
+json base() { return {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}; }
+
+std::optional<ApiError> parse(const json& j, GenerationRequest* g) { return parse_chat_request(j, ServingDefaults{}, g); }
+
+TEST(OpenAiProtocolTest, OmittedFieldsGetTheServerDefaults) {
+  GenerationRequest g;
+  ServingDefaults d;
+  d.sampling.temperature = 0.6f;
+  d.sampling.top_p = 0.95f;
+  d.max_tokens = 100;
+  ASSERT_FALSE(parse_chat_request(base(), d, &g));
+  EXPECT_FLOAT_EQ(g.options.sampling.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(g.options.sampling.top_p, 0.95f);
+  EXPECT_EQ(g.options.max_tokens, 100);
+  EXPECT_EQ(g.n, 1);
+  EXPECT_FALSE(g.stream);
+  EXPECT_EQ(g.n_logprobs, -1);
+}
+
+TEST(OpenAiProtocolTest, EveryKnownFieldIsRead) {
+  json j = base();
+  j.update({{"temperature", 0.2}, {"top_p", 0.5}, {"top_k", 7}, {"min_p", 0.1}, {"presence_penalty", 0.5},
+            {"frequency_penalty", -0.5}, {"repetition_penalty", 1.1}, {"seed", 42}, {"stop", "END"},
+            {"max_completion_tokens", 33}, {"n", 3}, {"stream", true}, {"stream_options", {{"include_usage", true}}},
+            {"logprobs", true}, {"top_logprobs", 4}, {"logit_bias", {{"12", -100}, {"7", 2.5}}}, {"ignore_eos", true},
+            {"user", "u1"}, {"reasoning_format", "none"}});
+  GenerationRequest g;
+  ASSERT_FALSE(parse(j, &g));
+  const SamplerParams& s = g.options.sampling;
+  EXPECT_FLOAT_EQ(s.temperature, 0.2f);
+  EXPECT_FLOAT_EQ(s.top_p, 0.5f);
+  EXPECT_EQ(s.top_k, 7);
+  EXPECT_FLOAT_EQ(s.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(s.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(s.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(s.repeat_penalty, 1.1f);
+  EXPECT_EQ(s.seed, 42u);
+  ASSERT_EQ(s.logit_bias.size(), 2u);
+  EXPECT_EQ(s.logit_bias[0].first, 12);
+  EXPECT_TRUE(std::isinf(s.logit_bias[0].second));  // -100 bans
+  EXPECT_FLOAT_EQ(s.logit_bias[1].second, 2.5f);
+  EXPECT_EQ(g.options.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(g.options.max_tokens, 33);
+  EXPECT_FALSE(g.options.stop_at_eog);
+  EXPECT_EQ(g.n, 3);
+  EXPECT_TRUE(g.stream && g.include_usage);
+  EXPECT_EQ(g.n_logprobs, 4);
+  EXPECT_EQ(g.user, "u1");
+  EXPECT_FALSE(g.split_reasoning);
+}
+
+TEST(OpenAiProtocolTest, MessagesTakeTextPartsAndTheDeveloperRole) {
+  json j = {{"messages", {{{"role", "developer"}, {"content", "be brief"}},
+                          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}}};
+  GenerationRequest g;
+  ASSERT_FALSE(parse(j, &g));
+  ASSERT_EQ(g.messages.size(), 2u);
+  EXPECT_EQ(g.messages[0].role, "system");
+  EXPECT_EQ(g.messages[1].content, "ab");
+}
+
+TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
+  struct Case {
+    json patch;
+    std::string param;
+  };
+  const std::vector<Case> cases = {
+      {{{"temperature", -1}}, "temperature"},       {{{"temperature", "1"}}, "temperature"},
+      {{{"top_p", 0}}, "top_p"},                    {{{"n", 0}}, "n"},
+      {{{"max_tokens", 0}}, "max_tokens"},          {{{"max_tokens", 1.5}}, "max_tokens"},
+      {{{"top_logprobs", 3}}, "top_logprobs"},      {{{"stop", {1, 2}}}, "stop"},
+      {{{"logit_bias", {{"x", 1}}}}, "logit_bias"}, {{{"logit_bias", {{"5", 200}}}}, "logit_bias"},
+      {{{"stream", "yes"}}, "stream"},              {{{"tools", {{{"type", "function"}}}}}, "tools"},
+      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"reasoning_format", "weird"}}, "reasoning_format"},
+      {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, "messages[0].content"},
+      {{{"messages", "hi"}}, "messages"},
+  };
+  for (const Case& c : cases) {
+    json j = base();
+    j.update(c.patch);
+    GenerationRequest g;
+    auto e = parse(j, &g);
+    ASSERT_TRUE(e.has_value()) << c.patch.dump();
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, c.param) << c.patch.dump() << ": " << e->message;
+  }
+}
+
+TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {
+  GenerationRequest g;
+  ASSERT_FALSE(parse_completion_request({{"prompt", "abc"}, {"logprobs", 2}}, ServingDefaults{}, &g));
+  EXPECT_EQ(g.prompt, "abc");
+  EXPECT_EQ(g.n_logprobs, 2);
+  EXPECT_FALSE(g.split_reasoning);
+  GenerationRequest ids;
+  ASSERT_FALSE(parse_completion_request({{"prompt", {1, 2, 3}}}, ServingDefaults{}, &ids));
+  EXPECT_EQ(ids.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  GenerationRequest bad;
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 6}}, ServingDefaults{}, &bad)->param, "logprobs");
+  EXPECT_EQ(parse_completion_request(json::object(), ServingDefaults{}, &bad)->param, "prompt");
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", true}}, ServingDefaults{}, &bad)->param, "echo");
+}
+
+}  // namespace
+}  // namespace ponder::server

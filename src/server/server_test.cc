@@ -1,0 +1,337 @@
+// The server end to end: a real Server on a loopback port with a tiny real-format model, talked
+// to over real sockets (a Boost.Beast client). Every route, the errors, streams against whole
+// answers, several streams at once against each alone, the API key, CORS, a client that goes
+// away mid-stream, a full queue, draining.
+#include "server/server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "runtime/tiny_model_for_test.h"
+
+namespace ponder::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;
+  json j() const { return json::parse(body); }
+};
+
+// One request on a fresh connection, the whole answer read (chunked bodies decoded).
+Reply call(uint16_t port, http::verb method, const std::string& target, const std::string& body = "",
+           std::vector<std::pair<std::string, std::string>> headers = {}) {
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  for (auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(s, req);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 20);
+  http::read(s, buf, p);
+  Reply r;
+  r.status = static_cast<int>(p.get().result_int());
+  r.body = p.get().body();
+  for (const auto& f : p.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
+  return r;
+}
+
+Reply post(uint16_t port, const std::string& target, const json& body, std::vector<std::pair<std::string, std::string>> h = {}) {
+  return call(port, http::verb::post, target, body.dump(), std::move(h));
+}
+
+// The data lines of an SSE body, [DONE] included.
+std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+struct Fixture {
+  std::unique_ptr<TinyModel> m;
+  std::unique_ptr<text::ChatTemplate> tmpl;
+  std::unique_ptr<Server> server;
+  uint16_t port = 0;
+
+  explicit Fixture(ServerConfig c = {}, const std::string& type = "Q8_0") {
+    m = load_tiny_model(type);
+    auto t = text::ChatTemplate::from_name("deepseek-r1");
+    EXPECT_TRUE(t.has_value());
+    tmpl = std::make_unique<text::ChatTemplate>(*t);
+    c.port = 0;
+    c.model_name = "tiny";
+    if (c.engine.kv_positions == 4096) c.engine.kv_positions = 2048;
+    c.engine.threads.n_threads = 2;
+    server = std::make_unique<Server>(c, *m->model, m->tokenizer, *tmpl);
+    EXPECT_TRUE(server->start().is_ok());
+    port = server->port();
+  }
+};
+
+json chat(const std::string& user, int max_tokens, bool stream = false) {
+  return {{"messages", {{{"role", "user"}, {"content", user}}}}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", stream}};
+}
+
+// Reasoning and content of a streamed chat answer, and its finish reason.
+struct Streamed {
+  std::string reasoning, content, finish;
+  json usage;
+  bool done = false;
+};
+Streamed collect(const std::string& body) {
+  Streamed s;
+  for (const std::string& e : sse_events(body)) {
+    if (e == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    const json c = json::parse(e);
+    if (c.contains("usage") && !c["usage"].is_null()) s.usage = c["usage"];
+    for (const auto& ch : c["choices"]) {
+      const json& d = ch["delta"];
+      if (d.contains("reasoning_content")) s.reasoning += d["reasoning_content"].get<std::string>();
+      if (d.contains("content") && d["content"].is_string()) s.content += d["content"].get<std::string>();
+      if (!ch["finish_reason"].is_null()) s.finish = ch["finish_reason"];
+    }
+  }
+  return s;
+}
+
+TEST(ServerTest, HealthModelsAndRouteErrors) {
+  Fixture f;
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").j()["status"], "ok");
+  const json models = call(f.port, http::verb::get, "/v1/models").j();
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+  const Reply nf = call(f.port, http::verb::get, "/v1/nothing");
+  EXPECT_EQ(nf.status, 404);
+  EXPECT_EQ(nf.j()["error"]["type"], "not_found_error");
+  const Reply na = call(f.port, http::verb::get, "/v1/chat/completions");
+  EXPECT_EQ(na.status, 405);
+  EXPECT_EQ(na.headers.at("Allow"), "POST");
+}
+
+TEST(ServerTest, BadRequestsGetA400ThatNamesTheField) {
+  Fixture f;
+  Reply r = call(f.port, http::verb::post, "/v1/chat/completions", "{not json");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("not valid JSON"), std::string::npos);
+  json body = chat("hi", 4);
+  body["temperature"] = "warm";
+  r = post(f.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["param"], "temperature");
+  body = chat("hi", 4);
+  body["top_p"] = 1.5;  // out of range: refused, not clamped
+  r = post(f.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["param"], "top_p");
+  body = chat("hi", 4);
+  body["tools"] = json::array({{{"type", "function"}}});
+  r = post(f.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["code"], "unsupported_parameter");
+  body = chat("hi", 4);
+  body["some_future_field"] = 1;  // unknown fields are ignored
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", body).status, 200);
+  body = chat("hi", 100000);
+  r = post(f.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["code"], "context_length_exceeded");
+  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("100000 to generate"), std::string::npos);
+  r = post(f.port, "/v1/chat/completions", {{"messages", json::array()}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["param"], "messages");
+}
+
+TEST(ServerTest, LimitsGive413And414) {
+  ServerConfig c;
+  c.limits.max_body_bytes = 1000;
+  Fixture f(c);
+  const Reply big = call(f.port, http::verb::post, "/v1/chat/completions", std::string(5000, ' '));
+  EXPECT_EQ(big.status, 413);
+  const Reply uri = call(f.port, http::verb::get, "/health?" + std::string(9000, 'a'));
+  EXPECT_EQ(uri.status, 414);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // still serving
+}
+
+TEST(ServerTest, AStreamSaysWhatTheWholeAnswerSays) {
+  Fixture f;
+  const json whole = post(f.port, "/v1/chat/completions", chat("What is 2+2?", 24)).j();
+  const Reply sr = post(f.port, "/v1/chat/completions", [] {
+    json b = chat("What is 2+2?", 24, true);
+    b["stream_options"] = {{"include_usage", true}};
+    return b;
+  }());
+  EXPECT_EQ(sr.status, 200);
+  EXPECT_EQ(sr.headers.at("Content-Type"), "text/event-stream");
+  const Streamed s = collect(sr.body);
+  EXPECT_TRUE(s.done);
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(s.reasoning, msg.value("reasoning_content", ""));
+  EXPECT_EQ(s.content, msg["content"].get<std::string>());
+  EXPECT_EQ(s.finish, whole["choices"][0]["finish_reason"]);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 24);
+  EXPECT_EQ(s.usage["completion_tokens"], 24);
+  // The same prompt again: its prefix came from the cache.
+  EXPECT_GT(s.usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(s.usage["completion_tokens_details"]["reasoning_tokens"], whole["usage"]["completion_tokens_details"]["reasoning_tokens"]);
+}
+
+TEST(ServerTest, CompletionsWithLogprobsAndChoices) {
+  Fixture f;
+  const json r = post(f.port, "/v1/completions",
+                      {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}, {"n", 2}})
+                     .j();
+  ASSERT_EQ(r["choices"].size(), 2u);
+  EXPECT_EQ(r["object"], "text_completion");
+  for (const auto& ch : r["choices"]) {
+    EXPECT_EQ(ch["text"], r["choices"][0]["text"]);  // greedy: both choices agree
+    ASSERT_EQ(ch["logprobs"]["tokens"].size(), 6u);
+    EXPECT_EQ(ch["logprobs"]["top_logprobs"][0].size(), 3u);
+    EXPECT_LE(ch["logprobs"]["token_logprobs"][0].get<double>(), 0.0);
+  }
+  EXPECT_EQ(r["usage"]["completion_tokens"], 12);
+  const json c = post(f.port, "/v1/chat/completions", [] {
+    json b = chat("hi", 3);
+    b["logprobs"] = true;
+    b["top_logprobs"] = 2;
+    return b;
+  }()).j();
+  const json& lp = c["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(lp.size(), 3u);
+  EXPECT_EQ(lp[0]["top_logprobs"].size(), 2u);
+  EXPECT_TRUE(lp[0]["bytes"].is_array());
+}
+
+TEST(ServerTest, FourStreamsAtOnceEachAsAlone) {
+  Fixture f;
+  std::vector<std::string> alone;
+  for (int i = 0; i < 4; ++i) alone.push_back(collect(post(f.port, "/v1/chat/completions", chat("question " + std::to_string(i), 20, true)).body).reasoning);
+  std::vector<std::future<std::string>> together;
+  for (int i = 0; i < 4; ++i) {
+    together.push_back(std::async(std::launch::async, [&, i] {
+      return collect(post(f.port, "/v1/chat/completions", chat("question " + std::to_string(i), 20, true)).body).reasoning;
+    }));
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i].get(), alone[i]) << i;
+}
+
+TEST(ServerTest, ApiKeyAndCors) {
+  ServerConfig c;
+  c.access.api_key = "sekret";
+  c.access.cors_origins = {"http://allowed.example"};
+  Fixture f(c);
+  EXPECT_EQ(call(f.port, http::verb::get, "/v1/models").status, 401);
+  EXPECT_EQ(call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer sekret"}}).status, 200);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // probes need no key
+  const Reply ok = call(f.port, http::verb::get, "/health", "", {{"Origin", "http://allowed.example"}});
+  EXPECT_EQ(ok.headers.at("Access-Control-Allow-Origin"), "http://allowed.example");
+  const Reply no = call(f.port, http::verb::get, "/health", "", {{"Origin", "http://evil.example"}});
+  EXPECT_EQ(no.headers.count("Access-Control-Allow-Origin"), 0u);
+  const Reply pre = call(f.port, http::verb::options, "/v1/chat/completions", "", {{"Origin", "http://allowed.example"}});
+  EXPECT_EQ(pre.status, 204);
+  EXPECT_NE(pre.headers.at("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+}
+
+TEST(ServerTest, AClientThatLeavesCancelsItsRequest) {
+  Fixture f;
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), f.port));
+  const std::string body = chat("tell me a long story", 1500, true).dump();
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  net::write(s, net::buffer(req));
+  char buf[4096];
+  size_t got = 0;
+  while (got < 2000) got += s.read_some(net::buffer(buf));  // a few chunks: it is decoding
+  s.close();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (f.server->engine().metrics().total.requests_cancelled == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const EngineMetrics m = f.server->engine().metrics();
+  EXPECT_EQ(m.total.requests_cancelled, 1);
+  EXPECT_LT(m.total.generated_tokens, 1500);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);
+}
+
+TEST(ServerTest, AFullQueueAnswers503WithRetryAfter) {
+  ServerConfig c;
+  c.engine.max_running = 1;
+  c.engine.max_queue = 1;
+  c.engine.max_batch = 2;  // slow prefill: the first request holds the engine
+  Fixture f(c);
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i) + " ";
+  auto first = std::async(std::launch::async, [&] { return post(f.port, "/v1/chat/completions", chat(long_text, 2)); });
+  while (f.server->engine().metrics().sequences_running == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto second = std::async(std::launch::async, [&] { return post(f.port, "/v1/chat/completions", chat("b", 2)); });
+  while (f.server->engine().metrics().requests_waiting == 0 && second.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const Reply third = post(f.port, "/v1/chat/completions", chat("c", 2));
+  EXPECT_EQ(third.status, 503);
+  EXPECT_EQ(third.headers.at("Retry-After"), "1");
+  EXPECT_EQ(first.get().status, 200);
+  EXPECT_EQ(second.get().status, 200);
+}
+
+TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
+  Fixture f;
+  const json t = post(f.port, "/tokenize", {{"content", "Hello world"}, {"with_pieces", true}}).j();
+  ASSERT_FALSE(t["tokens"].empty());
+  json ids = json::array();
+  std::string joined;
+  for (const auto& x : t["tokens"]) {
+    ids.push_back(x["id"]);
+    joined += x["piece"].get<std::string>();
+  }
+  EXPECT_EQ(joined, "Hello world");
+  EXPECT_EQ(post(f.port, "/detokenize", {{"tokens", ids}}).j()["content"], "Hello world");
+  EXPECT_EQ(post(f.port, "/detokenize", {{"tokens", {-1}}}).status, 400);
+  EXPECT_EQ(call(f.port, http::verb::get, "/props").j()["default_generation_settings"]["n_ctx"], 2048);
+  post(f.port, "/v1/chat/completions", chat("hi", 3));
+  const std::string metrics = call(f.port, http::verb::get, "/metrics").body;
+  EXPECT_NE(metrics.find("llamacpp:tokens_predicted_total 3"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos);
+}
+
+TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
+  Fixture f;
+  EXPECT_TRUE(f.server->drain(5));
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 503);
+  const Reply r = post(f.port, "/v1/chat/completions", chat("hi", 3));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers.at("Retry-After"), "1");
+}
+
+}  // namespace
+}  // namespace ponder::server
