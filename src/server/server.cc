@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "server/llama_completion.h"
 #include "server/llama_routes.h"
 #include "server/openai_serving.h"
 
@@ -23,6 +24,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
   add_openai_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
+  add_llama_completion_route(*router_, *ctx_);
 }
 
 Server::~Server() {

@@ -324,6 +324,27 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
   EXPECT_NE(metrics.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos);
 }
 
+TEST(ServerTest, LlamaCppCompletionWholeAndStreamed) {
+  Fixture f;
+  const json whole = post(f.port, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 2}}).j();
+  EXPECT_EQ(whole["tokens_predicted"], 6);
+  EXPECT_EQ(whole["stop_type"], "limit");
+  EXPECT_EQ(whole["timings"]["predicted_n"], 6);
+  ASSERT_EQ(whole["completion_probabilities"].size(), 6u);
+  EXPECT_EQ(whole["completion_probabilities"][0]["top_logprobs"].size(), 2u);
+  const Reply sr = post(f.port, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"stream", true}});
+  std::string text;
+  json last;
+  for (const std::string& e : sse_events(sr.body)) {
+    last = json::parse(e);
+    text += last["content"].get<std::string>();
+  }
+  EXPECT_TRUE(last["stop"].get<bool>());
+  EXPECT_EQ(last["timings"]["predicted_n"], 6);
+  EXPECT_EQ(text, whole["content"].get<std::string>());
+  EXPECT_EQ(post(f.port, "/completion", {{"prompt", "x"}, {"n_predict", -2}}).status, 400);
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));
