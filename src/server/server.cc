@@ -5,6 +5,7 @@
 
 #include "server/llama_completion.h"
 #include "server/llama_routes.h"
+#include "server/ollama_routes.h"
 #include "server/openai_serving.h"
 
 namespace ponder::server {
@@ -25,6 +26,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   add_openai_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);
+  add_ollama_routes(*router_, *ctx_);
 }
 
 Server::~Server() {

@@ -345,6 +345,39 @@ TEST(ServerTest, LlamaCppCompletionWholeAndStreamed) {
   EXPECT_EQ(post(f.port, "/completion", {{"prompt", "x"}, {"n_predict", -2}}).status, 400);
 }
 
+TEST(ServerTest, OllamaChatStreamsNdjsonWithThinking) {
+  Fixture f;
+  const json msgs = {{{"role", "user"}, {"content", "Why?"}}};
+  const json opts = {{"temperature", 0}, {"num_predict", 12}};
+  const json whole = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", msgs}, {"stream", false}, {"options", opts}}).j();
+  EXPECT_TRUE(whole["done"].get<bool>());
+  EXPECT_EQ(whole["eval_count"], 12);
+  EXPECT_EQ(whole["done_reason"], "length");
+  const Reply sr = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", msgs}, {"options", opts}});  // streams by default
+  EXPECT_EQ(sr.headers.at("Content-Type"), "application/x-ndjson");
+  std::string thinking, content;
+  json last;
+  size_t pos = 0, nl;
+  while ((nl = sr.body.find('\n', pos)) != std::string::npos) {
+    last = json::parse(sr.body.substr(pos, nl - pos));
+    thinking += last["message"].value("thinking", "");
+    content += last["message"]["content"].get<std::string>();
+    pos = nl + 1;
+  }
+  EXPECT_TRUE(last["done"].get<bool>());
+  EXPECT_EQ(thinking, whole["message"].value("thinking", ""));
+  EXPECT_EQ(content, whole["message"]["content"].get<std::string>());
+  const json gen = post(f.port, "/api/generate", {{"prompt", "Why?"}, {"stream", false}, {"options", opts}}).j();
+  EXPECT_EQ(gen.value("thinking", ""), whole["message"].value("thinking", ""));  // same rendered prompt
+  EXPECT_EQ(call(f.port, http::verb::get, "/api/tags").j()["models"][0]["name"], "tiny:latest");
+  const json show = post(f.port, "/api/show", {{"model", "tiny"}}).j();
+  EXPECT_NE(std::find(show["capabilities"].begin(), show["capabilities"].end(), "thinking"), show["capabilities"].end());
+  EXPECT_TRUE(call(f.port, http::verb::get, "/api/version").j().contains("version"));
+  const Reply bad = post(f.port, "/api/chat", {{"messages", "x"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_TRUE(bad.j()["error"].is_string());
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));

@@ -1,0 +1,189 @@
+#include "server/ollama_routes.h"
+
+#include <chrono>
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
+#include "server/field_reader.h"
+#include "server/generation_service.h"
+#include "server/openai_protocol.h"
+#include "server/reply.h"
+
+namespace ponder::server {
+
+using nlohmann::json;
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string tagged(const std::string& name) { return name.find(':') == std::string::npos ? name + ":latest" : name; }
+
+std::string now_rfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+void ollama_error(Responder& r, int status, const std::string& message) {
+  r.send(status, "application/json", dump(json{{"error", message}}));
+}
+
+int64_t ns(double s) { return static_cast<int64_t>(s * 1e9); }
+
+json details(const ServerContext& ctx) {
+  return {{"format", "gguf"}, {"family", "qwen2"}, {"families", {"qwen2"}}, {"parameter_size", ""}, {"quantization_level", ""}};
+}
+
+// /api/chat and /api/generate, streamed as NDJSON lines or answered whole.
+class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
+ public:
+  OllamaJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g, bool chat_shape, bool show_thinking)
+      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), chat_shape_(chat_shape), show_thinking_(show_thinking) {}
+
+  void start() {
+    auto self = shared_from_this();
+    Submission sub;
+    if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
+      return ollama_error(*r_, e->status, e->message);
+    }
+    if (g_.stream) r_->start_stream(200, "application/x-ndjson");
+  }
+
+ private:
+  json line(const std::string& thinking, const std::string& content, bool done) const {
+    json j = {{"model", tagged(ctx_.model_name)}, {"created_at", now_rfc3339()}, {"done", done}};
+    if (chat_shape_) {
+      json m = {{"role", "assistant"}, {"content", content}};
+      if (show_thinking_ && !thinking.empty()) m["thinking"] = thinking;
+      j["message"] = m;
+    } else {
+      j["response"] = content;
+      if (show_thinking_ && !thinking.empty()) j["thinking"] = thinking;
+    }
+    return j;
+  }
+
+  void on_event(EngineEvent&& ev) {
+    thinking_ += ev.reasoning;
+    content_ += ev.content;
+    if (ev.kind == EngineEvent::Kind::kToken) {
+      if (g_.stream && ((show_thinking_ && !ev.reasoning.empty()) || !ev.content.empty())) {
+        r_->write(dump(line(ev.reasoning, ev.content, false)) + "\n");
+      }
+      return;
+    }
+    if (!ev.error.empty()) {
+      if (!g_.stream) return ollama_error(*r_, 500, ev.error);
+      r_->write(dump(json{{"error", ev.error}}) + "\n");
+      return r_->end();
+    }
+    const GenerateStats& s = ev.stats;
+    json last = g_.stream ? line(ev.reasoning, ev.content, true) : line(thinking_, content_, true);
+    last["done_reason"] = s.finish_reason == "stop" ? "stop" : "length";
+    last["total_duration"] = ns(s.queue_s + s.prompt_s + s.gen_s);
+    last["load_duration"] = 0;
+    last["prompt_eval_count"] = s.n_prompt;
+    last["prompt_eval_duration"] = ns(s.prompt_s);
+    last["eval_count"] = s.n_gen;
+    last["eval_duration"] = ns(s.gen_s);
+    if (!g_.stream) return reply_json(*r_, 200, last);
+    r_->write(dump(last) + "\n");
+    r_->end();
+  }
+
+  ServerContext& ctx_;
+  std::shared_ptr<Responder> r_;
+  GenerationRequest g_;
+  bool chat_shape_;
+  bool show_thinking_;
+  std::string thinking_, content_;
+};
+
+// The fields /api/chat and /api/generate share: stream (default true), think, options.
+std::optional<std::string> read_ollama(const json& body, const ServingDefaults& d, GenerationRequest* g, bool* think) {
+  FieldReader f(body);
+  g->options.sampling = d.sampling;
+  g->options.max_tokens = d.max_tokens;
+  g->stream = f.boolean("stream").value_or(true);
+  *think = f.boolean("think").value_or(true);
+  if (f.has("options")) {
+    const json& o = body["options"];
+    if (!o.is_object()) return "'options' must be an object";
+    FieldReader of(o);
+    read_sampling(of, &g->options);
+    if (auto n = of.integer("num_predict", -2, 1 << 24); n && *n > 0) {
+      g->options.max_tokens = d.max_tokens > 0 ? std::min<int32_t>(static_cast<int32_t>(*n), d.max_tokens) : static_cast<int32_t>(*n);
+    }
+    if (!of.ok()) return of.error().message;
+  }
+  if (!f.ok()) return f.error().message;
+  return std::nullopt;
+}
+
+void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {
+  json body = json::parse(req.body(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return ollama_error(*r, 400, "the request body is not a JSON object");
+  GenerationRequest g;
+  bool think = true;
+  if (auto e = read_ollama(body, ctx.defaults, &g, &think)) return ollama_error(*r, 400, *e);
+  if (chat_shape) {
+    g.chat = true;
+    auto it = body.find("messages");
+    if (it == body.end() || !it->is_array() || it->empty()) return ollama_error(*r, 400, "'messages' must be a non-empty array");
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || (m.contains("content") && !m["content"].is_string())) {
+        return ollama_error(*r, 400, "each message needs a string 'role' and a string 'content'");
+      }
+      const std::string role = m["role"];
+      if (role != "system" && role != "user" && role != "assistant") return ollama_error(*r, 400, "unsupported role '" + role + "'");
+      g.messages.push_back({role, m.value("content", "")});
+    }
+  } else {
+    auto p = body.find("prompt");
+    if (p == body.end() || !p->is_string()) return ollama_error(*r, 400, "'prompt' must be a string");
+    const bool raw = body.value("raw", false);
+    if (raw) {
+      g.chat = false;
+      g.prompt = *p;
+    } else {
+      g.chat = true;
+      if (body.contains("system") && body["system"].is_string()) g.messages.push_back({"system", body["system"]});
+      g.messages.push_back({"user", *p});
+    }
+  }
+  if (g.chat && g.messages.empty()) return ollama_error(*r, 400, "the prompt is empty");
+  g.split_reasoning = true;
+  std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, think)->start();
+}
+
+json model_entry(const ServerContext& ctx) {
+  return {{"name", tagged(ctx.model_name)}, {"model", tagged(ctx.model_name)}, {"modified_at", now_rfc3339()},
+          {"size", 0}, {"digest", ""}, {"details", details(ctx)}};
+}
+
+}  // namespace
+
+void add_ollama_routes(Router& router, ServerContext& ctx) {
+  router.add(http::verb::post, "/api/chat", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), true); });
+  router.add(http::verb::post, "/api/generate", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), false); });
+  router.add(http::verb::get, "/api/tags", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    reply_json(*r, 200, {{"models", json::array({model_entry(ctx)})}});
+  });
+  router.add(http::verb::get, "/api/ps", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    json m = model_entry(ctx);
+    m["size_vram"] = 0;
+    m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for the server's lifetime
+    reply_json(*r, 200, {{"models", json::array({m})}});
+  });
+  router.add(http::verb::post, "/api/show", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    json caps = {"completion"};
+    if (ctx.r1()) caps.push_back("thinking");
+    reply_json(*r, 200, {{"details", details(ctx)}, {"capabilities", caps}, {"modelfile", ""}, {"parameters", ""},
+                         {"template", ctx.r1() ? "deepseek-r1" : "chatml"}, {"model_info", {{"general.architecture", "qwen2"}}}});
+  });
+  router.add(http::verb::get, "/api/version", [](HttpRequest&&, std::shared_ptr<Responder> r) {
+    reply_json(*r, 200, {{"version", "0.9.0"}});  // the Ollama API level these routes follow
+  });
+}
+
+}  // namespace ponder::server
