@@ -319,7 +319,13 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
   EXPECT_EQ(post(f.port, "/detokenize", {{"tokens", {-1}}}).status, 400);
   EXPECT_EQ(call(f.port, http::verb::get, "/props").j()["default_generation_settings"]["n_ctx"], 2048);
   post(f.port, "/v1/chat/completions", chat("hi", 3));
-  const std::string metrics = call(f.port, http::verb::get, "/metrics").body;
+  // The engine counts a step's tokens once the step ends, which may be after the answer went out.
+  std::string metrics;
+  for (int i = 0; i < 500; ++i) {
+    metrics = call(f.port, http::verb::get, "/metrics").body;
+    if (metrics.find("llamacpp:tokens_predicted_total 3") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_NE(metrics.find("llamacpp:tokens_predicted_total 3"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos);
 }
