@@ -22,6 +22,10 @@ void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("--kv-mem", kv_mem_mib, "KV cache size in MiB (instead of -c positions; F16 K and V)");
   app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")->capture_default_str();
   app.add_flag("--mlock", mlock, "lock the model file in RAM (never paged out)");
+  app.add_flag("--context-shift", context_shift,
+               "when a request fills its context, keep the first --keep tokens, drop half of the rest and go on "
+               "(default: a request that cannot fit is refused before it starts)");
+  app.add_option("--keep", n_keep, "tokens kept at the start by a context shift (-1: the whole prompt)")->capture_default_str();
   app.add_option("--prio", prio, "process priority: 0 normal, 1-3 higher (nice -5/-10/-15; needs root)")->capture_default_str();
   app.add_option("-t,--threads", threads, "threads for generation (default: the physical cores)");
   app.add_option("--threads-batch", threads_batch, "threads for prompt processing (default: --threads)");
@@ -67,6 +71,8 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
     c.kv_positions = static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
   }
   c.max_batch = batch_size;
+  c.context_shift = context_shift;
+  c.n_keep = n_keep;
   c.threads = thread_config();
   return c;
 }

@@ -27,6 +27,8 @@ struct GenerationFlags {
   int32_t batch_size = 512;
   int64_t kv_mem_mib = 0;  // > 0: the KV pool's size in MiB instead of -c positions
   bool mlock = false;
+  bool context_shift = false;
+  int32_t n_keep = 0;
   int prio = 0;
   GenerateOptions gen;
 

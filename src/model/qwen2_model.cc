@@ -160,3 +160,26 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
 }
 
 }  // namespace ponder
+
+namespace ponder {
+
+void Qwen2Model::rotate_keys(KvCache& cache, int64_t block, int64_t n_slots, int32_t delta) const {
+  const Qwen2Config& c = config();
+  const int64_t half = c.head_dim / 2;
+  std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+  std::vector<float> k(static_cast<size_t>(c.head_dim));  // [head_dim]
+  rope_table(delta, c.head_dim, c.rope_theta, cos_t.data(), sin_t.data());
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    for (int64_t slot = 0; slot < n_slots; ++slot) {
+      uint16_t* kv = cache.k(l, block, slot);  // [n_head_kv * head_dim] f16
+      for (int64_t h = 0; h < c.n_head_kv; ++h) {
+        uint16_t* head = kv + h * c.head_dim;
+        for (int64_t i = 0; i < c.head_dim; ++i) k[static_cast<size_t>(i)] = fp16_to_fp32(head[i]);
+        rope_neox(k.data(), c.head_dim, cos_t.data(), sin_t.data());
+        for (int64_t i = 0; i < c.head_dim; ++i) head[i] = fp32_to_fp16(k[static_cast<size_t>(i)]);
+      }
+    }
+  }
+}
+
+}  // namespace ponder

@@ -49,6 +49,10 @@ class Qwen2Model {
   // Runs the batch. logits: [batch.n_logit_rows(), n_vocab], in row order of the rows asking.
   // Fails (without touching the cache) on a token out of range or a position with no block.
   Status forward(const Batch& batch, KvCache& cache, float* logits, ThreadPool& pool);
+  // Context shift: rotates the keys of the first n_slots positions of `block`, in every layer,
+  // by `delta` positions (RoPE composes: rotating by p then by delta is rotating by p + delta),
+  // rounding back to the cache's f16 as llama.cpp's shift does.
+  void rotate_keys(KvCache& cache, int64_t block, int64_t n_slots, int32_t delta) const;
 
  private:
   Qwen2Model(Qwen2Config config, Qwen2Weights weights)

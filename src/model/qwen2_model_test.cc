@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "quant/half.h"
+
 namespace ponder {
 namespace {
 
@@ -87,6 +89,59 @@ TEST(Qwen2ModelTest, BatchedSequencesMatchEachAlone) {
         max_diff = std::max(max_diff, double(std::fabs(logits[s * V + i] - alone[s][i])));
       EXPECT_EQ(max_diff, 0.0) << "sequence " << s;  // batch invariance: bit for bit
     }
+  }
+}
+
+// Context shift: layer 0's keys computed at positions p and rotated by +d equal the keys computed
+// at positions p + d, up to f16 rounding (layer 0's keys depend on the token and the position only;
+// deeper layers' would need the same context before them), and rotating back by -d returns the
+// first keys in every layer.
+TEST(Qwen2ModelTest, RotatedKeysEqualKeysComputedAtTheNewPositions) {
+  Loaded l = load("F32");
+  Qwen2Model& m = *l.model;
+  const Qwen2Config& c = m.config();
+  ThreadPool pool(2);
+  const int64_t bs = 16, d = 32;
+  const std::vector<int32_t> tokens = {11, 290, 3011, 45, 77, 1204, 5, 906, 18, 2400, 33, 64};
+  KvCache cache = m.make_cache(8, bs);
+  std::vector<float> logits(static_cast<size_t>(c.n_vocab));
+  auto run = [&](const std::vector<int32_t>& table, int32_t first_pos) {
+    Batch b;
+    b.block_tables.emplace_back(table);
+    for (size_t i = 0; i < tokens.size(); ++i) b.rows.push_back({tokens[i], first_pos + static_cast<int32_t>(i), 0, i + 1 == tokens.size()});
+    ASSERT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
+  };
+  const std::vector<int32_t> at0 = {0};
+  const std::vector<int32_t> at_d = {6, 7, 1};  // positions 32.. live in table index 2: block 1
+  run(at0, 0);
+  run(at_d, static_cast<int32_t>(d));
+  std::vector<std::vector<uint16_t>> before;
+  for (int64_t layer = 0; layer < c.n_layer; ++layer) {
+    before.emplace_back(cache.k(layer, 0, 0), cache.k(layer, 0, 0) + tokens.size() * c.n_head_kv * c.head_dim);
+  }
+  m.rotate_keys(cache, 0, static_cast<int64_t>(tokens.size()), static_cast<int32_t>(d));
+  {
+    const int64_t layer = 0;
+    double max_diff = 0, max_abs = 0;
+    for (size_t slot = 0; slot < tokens.size(); ++slot) {
+      for (int64_t i = 0; i < c.n_head_kv * c.head_dim; ++i) {
+        const float a = fp16_to_fp32(cache.k(layer, 0, static_cast<int64_t>(slot))[i]);
+        const float b = fp16_to_fp32(cache.k(layer, 1, static_cast<int64_t>(slot))[i]);
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(a - b)));
+        max_abs = std::max(max_abs, static_cast<double>(std::fabs(b)));
+      }
+    }
+    EXPECT_LT(max_diff, 2e-3 * std::max(1.0, max_abs));
+  }
+  m.rotate_keys(cache, 0, static_cast<int64_t>(tokens.size()), -static_cast<int32_t>(d));
+  for (int64_t layer = 0; layer < c.n_layer; ++layer) {
+    double back = 0, max_abs = 0;
+    const std::vector<uint16_t>& b = before[static_cast<size_t>(layer)];
+    for (size_t i = 0; i < b.size(); ++i) {
+      back = std::max(back, static_cast<double>(std::fabs(fp16_to_fp32(cache.k(layer, 0, 0)[i]) - fp16_to_fp32(b[i]))));
+      max_abs = std::max(max_abs, static_cast<double>(std::fabs(fp16_to_fp32(b[i]))));
+    }
+    EXPECT_LT(back, 2e-3 * std::max(1.0, max_abs)) << "layer " << layer;
   }
 }
 

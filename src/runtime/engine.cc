@@ -66,6 +66,7 @@ struct Engine::SeqState {
   uint64_t request = 0;
   int32_t choice = 0;
   int32_t max_tokens = 0;
+  int32_t n_keep = 0;  // context shift: positions kept
   bool stop_at_eog = true;
   bool started = false;  // its prompt has had a step
   Sampler sampler;
@@ -131,7 +132,7 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
     req.options.max_tokens = 0;
   } else if (req.options.max_tokens == 0) {
     req.options.max_tokens = max_context_ - n_prompt;
-  } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_) {
+  } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_ && !config_.context_shift) {
     return reject(Status::errorf("the prompt has {} tokens and max_tokens asks for {} more: {} in all, "
                                  "but the context holds {}", n_prompt, req.options.max_tokens,
                                  static_cast<int64_t>(n_prompt) + req.options.max_tokens, max_context_));
@@ -192,6 +193,8 @@ void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
       st->request = id;
       st->choice = c;
       st->max_tokens = req.options.max_tokens;
+      const int32_t keep = req.options.n_keep == GenerateOptions::kKeepDefault ? config_.n_keep : req.options.n_keep;
+      st->n_keep = keep < 0 ? seq->n_prompt : keep;
       st->stop_at_eog = req.options.stop_at_eog;
       st->stats.n_prompt = seq->n_prompt;
       for (int32_t t : req.prompt) st->sampler.accept(t);
@@ -291,7 +294,20 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     finish(seq.id, "length");
   } else {
     seq.tokens.push_back(token);
+    if (static_cast<int32_t>(seq.tokens.size()) > max_context_) shift_context(st, seq);
   }
+}
+
+void Engine::shift_context(SeqState& st, Sequence& seq) {
+  ContextShift cs;
+  if (!config_.context_shift || !scheduler_.shift_context(&seq, st.n_keep, &cs)) {
+    finish(seq.id, "context");
+    return;
+  }
+  for (const BlockCopy& c : cs.copies) cache_.copy_block(c.src, c.dst, c.n_slots);
+  for (size_t i = 0; i < cs.blocks.size(); ++i) model_.rotate_keys(cache_, cs.blocks[i], cs.n_slots[i], cs.delta);
+  st.stats.n_shifts++;
+  log_debug("engine: context shift of sequence {}: kept {}, dropped {}, moved {} blocks", seq.id, cs.n_kept, cs.n_dropped, cs.blocks.size());
 }
 
 void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {

@@ -38,6 +38,11 @@ struct EngineConfig {
   int32_t max_batch = 512;      // rows per forward pass (--batch-size)
   int32_t max_queue = 64;       // requests waiting before submit() says the engine is busy
   double max_step_s = 0.25;     // a prompt chunk beside running streams keeps a step this short
+  // --context-shift: a request may ask for more tokens than its context holds; when it fills, the
+  // first n_keep positions stay, half of the rest is dropped, the keys after it are re-rotated
+  // (llama.cpp's context shift). Off: such a request is refused before any work.
+  bool context_shift = false;
+  int32_t n_keep = 0;  // --keep: the default kept positions (-1: the whole prompt)
   ThreadConfig threads;
 };
 
@@ -67,6 +72,7 @@ class Engine {
   struct SeqState;
   struct RequestState;
   void loop();
+  void shift_context(SeqState& st, Sequence& seq);  // the context is full: shift, or end it
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;

@@ -349,5 +349,44 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
   expect_clean(engine);
 }
 
+// --context-shift: a request asks for more tokens than the context holds; each time it fills, the
+// kept start stays and half the rest goes. The result is deterministic (the same alone and beside
+// another request) and everything is returned to the pool. Without the flag it is refused.
+TEST(EngineTest, ContextShiftGoesPastTheContextTheSameAloneAndBatched) {
+  auto f = load("Q8_0");
+  EngineConfig c = config(512);
+  c.max_context = 128;
+  c.context_shift = true;
+  c.n_keep = 8;
+  Engine engine(*f->model, f->tokenizer, c);
+  EngineRequest r = request(prompt_tokens(f->tokenizer, 1), 300, 0, 0);
+  r.options.stop_at_eog = false;
+  const Stream::Choice a = run_one(engine, r);
+  EXPECT_EQ(a.stats.finish_reason, "length");
+  EXPECT_EQ(a.stats.n_gen, 300);
+  EXPECT_GE(a.stats.n_shifts, 3);
+  // Beside another request (which shifts too), the same tokens and logprobs, bitwise.
+  Stream s1, s2;
+  EngineRequest r1 = r, r2 = request(prompt_tokens(f->tokenizer, 2), 250, 0.8f, 7);
+  r2.options.stop_at_eog = false;
+  r1.sink = s1.sink();
+  r2.sink = s2.sink();
+  ASSERT_TRUE(engine.submit(r1).has_value());
+  ASSERT_TRUE(engine.submit(r2).has_value());
+  s1.wait();
+  s2.wait();
+  EXPECT_EQ(s1.choices[0].tokens, a.tokens);
+  EXPECT_EQ(s1.choices[0].logprobs, a.logprobs);
+  EXPECT_EQ(s2.choices[0].stats.n_gen, 250);
+  expect_clean(engine);
+  // Off: the same request is refused before any work, with both counts.
+  EngineConfig off = config(512);
+  off.max_context = 128;
+  Engine plain(*f->model, f->tokenizer, off);
+  auto refused = plain.submit(r);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("context holds 128"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ponder

@@ -104,6 +104,7 @@ void KvPool::forget(int32_t b) {
   blk.n_filled = 0;
   blk.hash = 0;
   blk.parent_hash = 0;
+  blk.is_private = false;
 }
 
 int32_t KvPool::adopt(std::vector<int32_t>* table, const PrefixMatch& match,
@@ -151,13 +152,19 @@ bool KvPool::allocate(std::vector<int32_t>* table, int32_t n_positions) {
 }
 
 void KvPool::fill(std::span<const int32_t> table, std::span<const int32_t> tokens, int32_t begin,
-                  int32_t end) {
+                  int32_t end, int32_t findable_end) {
   for (int32_t p = begin; p < end; ++p) {
     const int32_t idx = p / kKvBlockSize;
     const int32_t slot = p % kKvBlockSize;
     PONDER_CHECK(static_cast<size_t>(idx) < table.size());
     Block& b = blocks_[static_cast<size_t>(table[static_cast<size_t>(idx)])];
     PONDER_CHECK(b.refs > 0 && b.n_filled == slot);  // in order, each position once
+    if (p >= findable_end) b.is_private = true;
+    if (b.is_private) {
+      b.tokens[static_cast<size_t>(slot)] = tokens[static_cast<size_t>(p)];
+      b.n_filled++;
+      continue;
+    }
     if (slot == 0) {
       b.parent_hash = idx == 0 ? kRootHash : blocks_[static_cast<size_t>(table[static_cast<size_t>(idx - 1)])].hash;
       children_.emplace(b.parent_hash, table[static_cast<size_t>(idx)]);
@@ -174,17 +181,60 @@ void KvPool::fill(std::span<const int32_t> table, std::span<const int32_t> token
 
 void KvPool::release(std::vector<int32_t>* table) {
   for (auto it = table->rbegin(); it != table->rend(); ++it) {
-    Block& b = blocks_[static_cast<size_t>(*it)];
-    PONDER_CHECK(b.refs > 0);
-    if (--b.refs > 0) continue;
-    if (b.n_filled > 0) {
-      b.lru_it = lru_.insert(lru_.end(), *it);
-    } else {
-      forget(*it);
-      free_.push_back(*it);
-    }
+    drop_ref(*it);
   }
   table->clear();
+}
+
+void KvPool::drop_ref(int32_t id) {
+  Block& b = blocks_[static_cast<size_t>(id)];
+  PONDER_CHECK(b.refs > 0);
+  if (--b.refs > 0) return;
+  if (b.n_filled > 0 && !b.is_private) {
+    b.lru_it = lru_.insert(lru_.end(), id);
+  } else {
+    forget(id);
+    free_.push_back(id);
+  }
+}
+
+bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop, std::vector<BlockCopy>* copies,
+                   std::vector<int32_t>* moved) {
+  const int32_t n = static_cast<int32_t>(table->size());
+  PONDER_CHECK(keep >= 0 && drop > 0 && keep + drop <= n);
+  // Room for the copies of shared moved blocks: the dropped blocks free some of it.
+  int32_t need = 0, freed = 0;
+  for (int32_t i = keep + drop; i < n; ++i) need += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs > 1;
+  for (int32_t i = keep; i < keep + drop; ++i) freed += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs == 1;
+  if (need > n_available() + freed) return false;
+  for (int32_t i = keep; i < keep + drop; ++i) drop_ref((*table)[static_cast<size_t>(i)]);
+  std::vector<int32_t> out(table->begin(), table->begin() + keep);
+  for (int32_t i = keep + drop; i < n; ++i) {
+    const int32_t b = (*table)[static_cast<size_t>(i)];
+    Block& old = blocks_[static_cast<size_t>(b)];
+    if (old.refs > 1) {
+      const int32_t nb = take_block();
+      PONDER_CHECK(nb >= 0);
+      Block& fresh = blocks_[static_cast<size_t>(nb)];
+      fresh.tokens = blocks_[static_cast<size_t>(b)].tokens;
+      fresh.n_filled = blocks_[static_cast<size_t>(b)].n_filled;
+      fresh.is_private = true;
+      copies->push_back({b, nb, fresh.n_filled});
+      drop_ref(b);
+      out.push_back(nb);
+    } else {
+      const int32_t filled = old.n_filled;
+      const std::vector<int32_t> tokens = old.tokens;
+      forget(b);  // out of the maps: its keys will not match its hash once re-rotated
+      old.n_filled = filled;
+      old.tokens = tokens;
+      old.is_private = true;
+      out.push_back(b);
+    }
+    moved->push_back(static_cast<int32_t>(out.size()) - 1);
+  }
+  *table = std::move(out);
+  return true;
 }
 
 void KvPool::clear_cache() {
@@ -211,7 +261,11 @@ bool KvPool::check(std::string* why) const {
       *why = "block " + std::to_string(i) + " is registered but not full or not the map's";
       return false;
     }
-    if (b.in_children != (b.n_filled > 0)) {
+    if (b.is_private && (b.refs == 0 || b.in_children || b.registered)) {
+      *why = "block " + std::to_string(i) + " is private but unused or findable";
+      return false;
+    }
+    if (!b.is_private && b.in_children != (b.n_filled > 0)) {
       *why = "block " + std::to_string(i) + ": children entry and fill disagree";
       return false;
     }

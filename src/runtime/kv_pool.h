@@ -17,6 +17,7 @@
 // Depends on nothing but the standard library.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <list>
 #include <span>
@@ -73,8 +74,17 @@ class KvPool {
   // Records that positions [begin, end) of the table's sequence now hold the K/V of
   // tokens[begin, end) (`tokens` is the whole sequence); blocks that become full become findable.
   // Positions are filled in order, each once.
+  // Positions at or past findable_end (a context-shifted sequence's re-rotated tail) fill their
+  // blocks privately: never findable, freed (not cached) when released.
   void fill(std::span<const int32_t> table, std::span<const int32_t> tokens, int32_t begin,
-            int32_t end);
+            int32_t end, int32_t findable_end = INT32_MAX);
+  // Context shift: drops the table's blocks [keep, keep + drop) and makes every block after them
+  // private to this table (a shared one is copied into a fresh block first: *copies says which;
+  // one it owns alone just stops being findable), since their keys are about to be re-rotated to
+  // new positions. *moved gets the table indices (after the shift) whose blocks the engine must
+  // re-rotate. False (table unchanged) when no block is free for a needed copy.
+  bool shift(std::vector<int32_t>* table, int32_t keep, int32_t drop, std::vector<BlockCopy>* copies,
+             std::vector<int32_t>* moved);
 
   // Drops the table's references (tail first) and clears it.
   void release(std::vector<int32_t>* table);
@@ -93,11 +103,13 @@ class KvPool {
     uint64_t hash = 0;           // chain hash through this block, once full
     bool registered = false;     // in full_ under `hash`
     bool in_children = false;    // in children_ under parent_hash
+    bool is_private = false;     // re-rotated by a context shift: never findable, never cached
     std::list<int32_t>::iterator lru_it;
     std::vector<int32_t> tokens;  // [kKvBlockSize]
   };
   static uint64_t chain(uint64_t parent, std::span<const int32_t> tokens);
   int32_t take_block();  // a free or evicted block, refs = 1; -1 when none
+  void drop_ref(int32_t b);  // one reference less; an unused block is cached or freed
   void forget(int32_t b);  // removes from the maps, empties
 
   std::vector<Block> blocks_;

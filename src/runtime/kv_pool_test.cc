@@ -141,3 +141,46 @@ TEST(KvPoolTest, EqualBlocksComputedTwiceKeepOneFindable) {
 
 }  // namespace
 }  // namespace ponder
+
+namespace ponder {
+namespace {
+
+// Context shift: the dropped blocks go, shared moved blocks are copied into private ones, owned
+// ones stop being findable; nothing moved is ever found again, and private blocks are freed (not
+// cached) on release.
+TEST(KvPoolTest, ShiftDropsCopiesSharedAndHidesMovedBlocks) {
+  KvPool pool(16);
+  const std::vector<int32_t> tokens = iota_tokens(5 * kKvBlockSize + 3);
+  std::vector<int32_t> a = computed(pool, tokens);  // 6 blocks, the last partial
+  // b shares a's first four full blocks.
+  std::vector<int32_t> b;
+  BlockCopy copy;
+  const PrefixMatch m = pool.find_prefix(tokens, 4 * kKvBlockSize);
+  ASSERT_EQ(pool.adopt(&b, m, tokens, &copy), 4 * kKvBlockSize);
+  const std::vector<int32_t> before = a;
+  std::vector<BlockCopy> copies;
+  std::vector<int32_t> moved;
+  ASSERT_TRUE(pool.shift(&a, 1, 2, &copies, &moved));  // keep block 0, drop 1-2, move 3-5
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0], before[0]);
+  EXPECT_EQ(moved, (std::vector<int32_t>{1, 2, 3}));
+  ASSERT_EQ(copies.size(), 1u);  // block 3 was shared with b: copied
+  EXPECT_EQ(copies[0].src, before[3]);
+  EXPECT_EQ(copies[0].dst, a[1]);
+  EXPECT_EQ(copies[0].n_slots, kKvBlockSize);
+  EXPECT_EQ(a[2], before[4]);  // owned alone: kept in place
+  EXPECT_EQ(pool.ref_count(before[3]), 1);  // b's reference only
+  expect_ok(pool);
+  // Nothing of the moved tail is findable: a search for the old tokens stops at b's blocks.
+  EXPECT_EQ(pool.find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(), 4 * kKvBlockSize);
+  const int32_t free_before = pool.n_free();
+  pool.release(&a);
+  expect_ok(pool);
+  EXPECT_EQ(pool.n_free(), free_before + 3);  // the three private blocks are freed, not cached
+  pool.release(&b);
+  expect_ok(pool);
+  EXPECT_EQ(pool.n_used(), 0);
+}
+
+}  // namespace
+}  // namespace ponder

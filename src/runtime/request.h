@@ -5,6 +5,7 @@
 // Depends on runtime/sampler.h.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,10 @@ struct GenerateOptions {
   SamplerParams sampling;
   std::vector<std::string> stop;  // stop strings (not emitted)
   bool stop_at_eog = true;        // stop at EOS / end-of-turn tokens
+  // Context shift (when the engine allows it): positions kept at the start when the context
+  // fills; -1 the whole prompt; kKeepDefault: the engine's --keep.
+  static constexpr int32_t kKeepDefault = INT32_MIN;
+  int32_t n_keep = kKeepDefault;
 };
 
 struct GenerateStats {
@@ -27,6 +32,7 @@ struct GenerateStats {
   int32_t n_gen = 0;        // generated tokens
   int32_t n_reasoning = 0;  // of those, inside R1's thinking (up to and with </think>)
   int32_t n_preempted = 0;  // times the request was sent back to the queue for lack of KV room
+  int32_t n_shifts = 0;     // context shifts (the context filled; --context-shift)
   double queue_s = 0;       // from submission to the first step that ran its prompt
   double prompt_s = 0;      // time to process the prompt (the new part)
   double gen_s = 0;         // time from the first to the last generated token

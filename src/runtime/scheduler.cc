@@ -191,12 +191,36 @@ std::vector<uint64_t> Scheduler::complete(const StepPlan& plan) {
   for (const StepChunk& c : plan.chunks) {
     Sequence* s = c.seq;
     PONDER_CHECK(s->n_computed == c.begin);
-    pool_.fill(s->blocks, s->tokens, c.begin, c.end);
+    pool_.fill(s->blocks, s->tokens, c.begin, c.end, s->findable_end);
     s->n_computed = c.end;
     if (!s->wants_logits && s->pending() == 0) done.push_back(s->id);
   }
   for (uint64_t id : done) remove(id);
   return done;
+}
+
+bool Scheduler::shift_context(Sequence* s, int32_t n_keep, ContextShift* out) {
+  PONDER_CHECK(s->running && s->decoding());
+  const int32_t n = s->n_computed;
+  const int32_t keep = std::min(n, (std::max(n_keep, 0) + kKvBlockSize - 1) / kKvBlockSize * kKvBlockSize);
+  const int32_t rest = n - keep;
+  if (rest < 2 * kKvBlockSize) return false;  // drop at least one whole block, keep one after it
+  const int32_t drop = std::max(kKvBlockSize, rest / 2 / kKvBlockSize * kKvBlockSize);
+  std::vector<int32_t> moved;
+  if (!pool_.shift(&s->blocks, keep / kKvBlockSize, drop / kKvBlockSize, &out->copies, &moved)) return false;
+  s->tokens.erase(s->tokens.begin() + keep, s->tokens.begin() + keep + drop);
+  s->n_computed = n - drop;
+  if (s->n_prompt > keep) s->n_prompt = std::max(keep, s->n_prompt - drop);
+  s->findable_end = std::min(s->findable_end, keep);
+  s->n_shifts++;
+  for (int32_t idx : moved) {
+    out->blocks.push_back(s->blocks[static_cast<size_t>(idx)]);
+    out->n_slots.push_back(std::min(kKvBlockSize, s->n_computed - idx * kKvBlockSize));
+  }
+  out->delta = -drop;
+  out->n_kept = keep;
+  out->n_dropped = drop;
+  return true;
 }
 
 }  // namespace ponder

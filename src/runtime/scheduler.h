@@ -12,6 +12,7 @@
 // Depends on runtime/kv_pool.h.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -38,6 +39,8 @@ struct Sequence {
   int32_t n_preempted = 0;
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
+  int32_t findable_end = INT32_MAX;  // positions past a context shift's kept start: never cached
+  int32_t n_shifts = 0;
   std::vector<int32_t> blocks;  // the block table
 
   int32_t pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
@@ -58,6 +61,15 @@ struct StepPlan {
   int32_t n_rows = 0;
   int32_t n_decode = 0;
   bool empty() const { return chunks.empty(); }
+};
+
+// What the engine must do to the K/V data after a context shift, before the next step.
+struct ContextShift {
+  std::vector<BlockCopy> copies;  // first: shared blocks copied into private ones
+  std::vector<int32_t> blocks;    // then: re-rotate the keys of these blocks by `delta` positions
+  std::vector<int32_t> n_slots;   // (how many slots of each hold K/V)
+  int32_t delta = 0;              // minus the positions dropped
+  int32_t n_kept = 0, n_dropped = 0;
 };
 
 class Scheduler {
@@ -89,6 +101,12 @@ class Scheduler {
   // Removes a sequence (done, or cancelled), wherever it is; its blocks are released. False when
   // there is no such sequence.
   bool remove(uint64_t id);
+  // llama.cpp's context shift for a decoding sequence: keeps its first n_keep positions (rounded
+  // up to whole blocks), drops half of the rest (whole blocks, at least one) and moves what
+  // follows back to close the gap. The moved positions never enter the prefix cache (their keys
+  // are re-rotated, not what a fresh prefill would compute). False when nothing can be dropped or
+  // no block is free for a copy.
+  bool shift_context(Sequence* s, int32_t n_keep, ContextShift* out);
   // The ids of every sequence of `request`.
   std::vector<uint64_t> sequences_of(uint64_t request) const;
 

@@ -256,3 +256,45 @@ TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
 
 }  // namespace
 }  // namespace ponder
+
+namespace ponder {
+namespace {
+
+// A decoding sequence whose context is full: the kept start stays, half the rest goes (whole
+// blocks), its positions close up, and the moved part never becomes findable.
+TEST(SchedulerTest, ContextShiftKeepsTheStartAndDropsHalfTheRest) {
+  Sim sim(32);
+  const std::vector<int32_t> prompt = prompt_of(100, 3);
+  const uint64_t id = sim.add(prompt, 1000);
+  for (int i = 0; i < 40; ++i) sim.step(512);  // 100 prompt + 40 generated
+  Sequence* s = sim.sched.find(id);
+  ASSERT_TRUE(s != nullptr && s->decoding());
+  const std::vector<int32_t> tokens = s->tokens;
+  const int32_t n = s->n_computed;  // 139 (the 140th token is pending)
+  ContextShift cs;
+  ASSERT_TRUE(sim.sched.shift_context(s, 20, &cs));
+  EXPECT_EQ(cs.n_kept, 32);                       // 20 rounded up to whole blocks
+  EXPECT_EQ(cs.n_dropped, (n - 32) / 2 / 16 * 16);  // half the rest, whole blocks
+  EXPECT_EQ(cs.delta, -cs.n_dropped);
+  EXPECT_EQ(s->n_computed, n - cs.n_dropped);
+  EXPECT_EQ(s->tokens.size(), tokens.size() - static_cast<size_t>(cs.n_dropped));
+  EXPECT_TRUE(std::equal(s->tokens.begin(), s->tokens.begin() + 32, tokens.begin()));
+  EXPECT_TRUE(std::equal(s->tokens.begin() + 32, s->tokens.end(), tokens.begin() + 32 + cs.n_dropped));
+  EXPECT_EQ(cs.blocks.size(), s->blocks.size() - 2);  // every block after the kept two moves
+  EXPECT_EQ(s->findable_end, 32);
+  std::string why;
+  EXPECT_TRUE(sim.sched.pool().check(&why)) << why;
+  sim.step(512);  // decoding goes on at the closed-up positions
+  EXPECT_EQ(s->n_computed, n - cs.n_dropped + 1);
+  // Too little to drop: refused (the engine then ends the request "context").
+  ContextShift none;
+  EXPECT_FALSE(sim.sched.shift_context(s, 1 << 20, &none));
+  sim.sched.remove(id);
+  sim.expect_clean();
+  // The kept start and the dropped blocks (computed at their true positions) stay in the cache;
+  // the moved, re-rotated part is not: the old tokens are found up to the end of the dropped part.
+  EXPECT_EQ(sim.sched.pool().find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(), cs.n_kept + cs.n_dropped);
+}
+
+}  // namespace
+}  // namespace ponder

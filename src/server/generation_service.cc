@@ -32,7 +32,8 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   if (auto e = prompt_tokens(ctx, g, &req.prompt)) return e;
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
   const int64_t n_ctx = ctx.engine.max_context();
-  if (n_prompt >= n_ctx || n_prompt + g.options.max_tokens > n_ctx) {
+  const bool shift = ctx.engine.config().context_shift;  // the prompt must fit; the rest may shift
+  if (n_prompt >= n_ctx || (!shift && n_prompt + g.options.max_tokens > n_ctx)) {
     ApiError e = ApiError::bad_request(
         g.options.max_tokens > 0
             ? fmt::format("this request needs {} tokens ({} in the prompt + {} to generate) but the context holds {}",

@@ -70,6 +70,7 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
     }
   }
   if (auto v = f.integer("n", 1, kMaxChoices)) out->n = static_cast<int32_t>(*v);
+  if (auto v = f.integer("n_keep", -1, 1 << 24)) out->options.n_keep = static_cast<int32_t>(*v);  // llama.cpp's
   if (auto v = f.boolean("stream")) out->stream = *v;
   if (f.has("stream_options")) {
     const json& so = body["stream_options"];
