@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,10 +16,18 @@
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
+#include "gguf/model_fingerprint.h"
 #include "server/server.h"
 
 namespace ponder::cli {
 namespace {
+
+// $XDG_CACHE_HOME/ponder, else ~/.cache/ponder, else "" (memory only).
+std::string default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/ponder";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/ponder";
+  return "";
+}
 
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
@@ -48,6 +58,14 @@ int run_serve(int argc, char** argv) {
   app.add_option("--queue", queue, "requests that may wait before the server answers 503 busy")->capture_default_str();
   app.add_option("--drain-timeout", drain_timeout, "seconds running requests get to finish on SIGTERM")->capture_default_str();
   app.add_option("--body-limit", config.limits.max_body_bytes, "largest request body in bytes (413 above)")->capture_default_str();
+  std::string cache_dir = default_cache_dir();
+  int64_t cache_mib = 256;
+  bool no_cache = false;
+  app.add_option("--cache-dir", cache_dir, "where the response cache's SQLite file lives ('' keeps it in memory)")->capture_default_str();
+  app.add_option("--cache-size", cache_mib, "response cache size in MiB (on disk; memory holds a quarter)")->capture_default_str();
+  app.add_flag("--no-response-cache", no_cache,
+               "never answer from the response cache (by default identical requests with temperature 0 or a "
+               "fixed seed are answered from it; per request: \"cache\": false)");
   // llama-server's "-np N" (CLI11 takes one-letter short names only).
   std::vector<std::string> args(argv, argv + argc);
   for (std::string& a : args) {
@@ -82,6 +100,10 @@ int run_serve(int argc, char** argv) {
     config.model_name = name;
   }
   config.hosts = {host};
+  config.response_cache = !no_cache;
+  config.cache_dir = cache_dir;
+  config.cache_bytes = std::max<int64_t>(cache_mib, 1) << 20;
+  config.fingerprint = model_fingerprint(s.file);
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;
   config.engine = flags.engine_config(s.model->config());

@@ -46,6 +46,7 @@ class GgufFile {
   // True when the bytes are a memory map of the file (open), false for parse's in-memory image.
   bool is_mapped() const { return map_.data() != nullptr; }
   const MappedFile& mapping() const { return map_; }
+  const uint8_t* bytes() const { return base_; }  // the whole file, [file_size()]
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }

@@ -33,6 +33,7 @@ struct GenerateStats {
   int32_t n_reasoning = 0;  // of those, inside R1's thinking (up to and with </think>)
   int32_t n_preempted = 0;  // times the request was sent back to the queue for lack of KV room
   int32_t n_shifts = 0;     // context shifts (the context filled; --context-shift)
+  bool from_response_cache = false;  // replayed by the server from its response cache
   double queue_s = 0;       // from submission to the first step that ran its prompt
   double prompt_s = 0;      // time to process the prompt (the new part)
   double gen_s = 0;         // time from the first to the last generated token

@@ -1,8 +1,17 @@
 #include "server/generation_service.h"
 
+#include <random>
+
 #include <fmt/core.h>
 
 namespace ponder::server {
+
+namespace {
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+}  // namespace
 
 std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out) {
   if (g.chat) {
@@ -48,6 +57,44 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
   auto post = ctx.post;
+  std::string key;
+  if (ctx.cache != nullptr && g.cache) {
+    key = response_cache_key(ctx.fingerprint, req, g.seed_given, ctx.flash_attention, ctx.engine.config().context_shift);
+  }
+  if (!key.empty()) {
+    if (auto events = ctx.cache->lookup(key)) {
+      // A hit replays the stored events through the same path as a fresh answer.
+      for (EngineEvent& ev : *events) {
+        if (ev.kind == EngineEvent::Kind::kDone) {
+          ev.stats.from_response_cache = true;
+          ev.stats.n_reused = ev.stats.n_prompt;
+        }
+        post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });
+      }
+      out->n_prompt = static_cast<int32_t>(n_prompt);
+      out->cache = "hit";
+      return std::nullopt;
+    }
+    out->cache = "miss";
+    // Record the answer; store it once every choice ended by stop or length.
+    struct Recording {
+      std::vector<EngineEvent> events;
+      int32_t left = 0;
+      bool storable = true;
+    };
+    auto rec = std::make_shared<Recording>();
+    rec->left = g.n;
+    ResponseCache* cache = ctx.cache;
+    on_event = [on_event = std::move(on_event), rec, cache, key](EngineEvent&& ev) {
+      rec->events.push_back(ev);
+      if (ev.kind == EngineEvent::Kind::kDone) {
+        rec->storable &= ev.error.empty() && (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
+        if (--rec->left == 0 && rec->storable) cache->store(key, rec->events);
+      }
+      on_event(std::move(ev));
+    };
+  }
+  if (!g.seed_given) req.options.sampling.seed = random_seed();
   req.sink = [post, on_event = std::move(on_event)](EngineEvent&& ev) {
     post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });
   };

@@ -19,6 +19,7 @@ namespace ponder::server {
 struct Submission {
   uint64_t id = 0;
   int32_t n_prompt = 0;
+  const char* cache = "off";  // the response cache: "hit" (replayed, no engine work), "miss", "off"
 };
 
 // The prompt's tokens, or the error to answer with.

@@ -43,6 +43,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
     if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
       return reply_error(*r_, *e);
     }
+    r_->add_header("X-Ponder-Cache", sub.cache);
     if (g_.stream) r_->start_stream(200, "text/event-stream");
   }
 
@@ -72,6 +73,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
     json out = {{"content", g_.stream ? text : content_}, {"stop", true}, {"id_slot", 0}, {"model", ctx_.model_name},
                 {"tokens_predicted", s.n_gen}, {"tokens_evaluated", s.n_prompt}, {"tokens_cached", s.n_reused},
                 {"stop_type", stop_type}, {"truncated", false}, {"timings", timings(s)}};
+    if (s.from_response_cache) out["response_cached"] = true;
     if (!g_.stream) {
       out["tokens"] = tokens_;
       if (g_.n_logprobs >= 0) out["completion_probabilities"] = probs_;

@@ -102,6 +102,15 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("ponder_engine_busy_seconds_total", "counter", "Time spent in forward passes.", gen_s);
   metric("ponder_steps_per_second", "gauge", "Engine steps per second.", m.steps_per_s);
   metric("ponder_cpu_utilization_ratio", "gauge", "Process CPU time / wall time / cores.", m.cpu_util);
+  if (ctx.cache != nullptr) {
+    const ResponseCacheStats c = ctx.cache->stats();
+    metric("ponder_response_cache_hits_total", "counter", "Requests answered from the response cache.", static_cast<double>(c.hits));
+    metric("ponder_response_cache_misses_total", "counter", "Cacheable requests not in the cache.", static_cast<double>(c.misses));
+    metric("ponder_response_cache_stores_total", "counter", "Answers stored.", static_cast<double>(c.stores));
+    metric("ponder_response_cache_errors_total", "counter", "Cache file errors (each logged).", static_cast<double>(c.errors));
+    metric("ponder_response_cache_disk_enabled", "gauge", "1 while the SQLite file is in use.", c.disk_enabled ? 1 : 0);
+    metric("ponder_response_cache_entries", "gauge", "Answers on disk.", static_cast<double>(c.entries_disk));
+  }
   r.send(200, "text/plain; version=0.0.4", std::move(out));
 }
 

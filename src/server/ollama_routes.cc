@@ -46,6 +46,7 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
     if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
       return ollama_error(*r_, e->status, e->message);
     }
+    r_->add_header("X-Ponder-Cache", sub.cache);
     if (g_.stream) r_->start_stream(200, "application/x-ndjson");
   }
 
@@ -110,7 +111,7 @@ std::optional<std::string> read_ollama(const json& body, const ServingDefaults& 
     const json& o = body["options"];
     if (!o.is_object()) return "'options' must be an object";
     FieldReader of(o);
-    read_sampling(of, &g->options);
+    g->seed_given = read_sampling(of, &g->options);
     if (auto n = of.integer("num_predict", -2, 1 << 24); n && *n > 0) {
       g->options.max_tokens = d.max_tokens > 0 ? std::min<int32_t>(static_cast<int32_t>(*n), d.max_tokens) : static_cast<int32_t>(*n);
     }

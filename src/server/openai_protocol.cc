@@ -61,7 +61,7 @@ void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
 void read_common(FieldReader& f, const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
   out->options.sampling = defaults.sampling;
   out->options.max_tokens = defaults.max_tokens;
-  read_sampling(f, &out->options);
+  out->seed_given = read_sampling(f, &out->options);
   read_logit_bias(f, body, &out->options.sampling);
   // max_completion_tokens (newer) and max_tokens (older) both count thinking and answer.
   for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
@@ -127,7 +127,7 @@ std::optional<std::string> message_content(FieldReader& f, const json& m, size_t
 
 }  // namespace
 
-void read_sampling(FieldReader& f, GenerateOptions* o) {
+bool read_sampling(FieldReader& f, GenerateOptions* o) {
   SamplerParams& s = o->sampling;
   if (auto v = f.number("temperature", 0, 5)) s.temperature = static_cast<float>(*v);
   if (auto v = f.number("top_p", 0, 1)) {
@@ -151,7 +151,11 @@ void read_sampling(FieldReader& f, GenerateOptions* o) {
     }
   }
   if (auto v = f.integer("repeat_last_n", 0, 1 << 20)) s.penalty_last_n = static_cast<int32_t>(*v);
-  if (auto v = f.integer("seed", INT64_MIN, INT64_MAX)) s.seed = static_cast<uint64_t>(*v);
+  bool seed_given = false;
+  if (auto v = f.integer("seed", INT64_MIN, INT64_MAX)) {
+    s.seed = static_cast<uint64_t>(*v);
+    seed_given = true;
+  }
   if (auto v = f.strings("stop", kMaxStops)) {
     for (const std::string& x : *v) {
       if (x.empty()) {
@@ -161,6 +165,7 @@ void read_sampling(FieldReader& f, GenerateOptions* o) {
     }
     o->stop = *v;
   }
+  return seed_given;
 }
 
 std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
@@ -247,11 +252,13 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
 }
 
 json Usage::to_json() const {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
+  json u = {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
+            {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
+  if (response_cached) u["response_cached"] = true;
+  return u;
 }
 
 namespace {

@@ -24,7 +24,8 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, con
                                                  GenerationRequest* out);
 // The sampling fields every family shares under OpenAI's names (temperature, top_p, top_k,
 // min_p, penalties, seed, logit_bias, stop).
-void read_sampling(FieldReader& f, GenerateOptions* options);
+// True when the request gave a seed.
+bool read_sampling(FieldReader& f, GenerateOptions* options);
 
 // The usage object of OpenAI (with cached and reasoning token details).
 struct Usage {
@@ -32,6 +33,7 @@ struct Usage {
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t reasoning_tokens = 0;
+  bool response_cached = false;  // replayed from the response cache (Ponder's field)
   nlohmann::json to_json() const;
 };
 

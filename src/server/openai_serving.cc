@@ -45,6 +45,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
       return reply_error(*r_, *e);
     }
+    r_->add_header("X-Ponder-Cache", sub.cache);
     if (g_.stream) {
       r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
       r_->write(sse_comment("queued"));  // headers and a first byte now, whatever the queue
@@ -149,6 +150,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     Usage u;
     u.prompt_tokens = choices_[0].stats.n_prompt;
     u.cached_tokens = choices_[0].stats.n_reused;
+    u.response_cached = choices_[0].stats.from_response_cache;
     for (const Choice& c : choices_) {
       u.completion_tokens += c.stats.n_gen;
       u.reasoning_tokens += c.stats.n_reasoning;

@@ -16,10 +16,14 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   http_ = std::make_unique<HttpServer>(config_.limits, [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
     router_->handle(std::move(req), std::move(r));
   });
+  if (config_.response_cache) cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes});
   engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
   ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
   ctx_->model_name = config_.model_name;
   ctx_->defaults = config_.defaults;
+  ctx_->cache = cache_.get();
+  ctx_->fingerprint = config_.fingerprint;
+  ctx_->flash_attention = model.flash_attention();
   ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   HttpServer* http = http_.get();
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
@@ -32,6 +36,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
 Server::~Server() {
   engine_.reset();  // cancels what runs; its last events go to the still-running I/O thread
   http_->stop();
+  cache_.reset();   // waits for its pending writes
 }
 
 Status Server::start() {

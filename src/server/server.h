@@ -27,6 +27,11 @@ struct ServerConfig {
   std::string model_name = "ponder";
   ServingDefaults defaults;
   EngineConfig engine;
+  // The response cache: on unless --no-response-cache; "" cache_dir keeps it in memory only.
+  bool response_cache = true;
+  std::string cache_dir;
+  int64_t cache_bytes = 256ll << 20;
+  std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
 };
 
 class Server {
@@ -42,11 +47,13 @@ class Server {
   bool drain(double timeout_s);
   Engine& engine() { return *engine_; }
   ServerContext& context() { return *ctx_; }
+  ResponseCache* cache() { return cache_.get(); }
   int64_t open_connections() const { return http_->open_connections(); }
 
  private:
   ServerConfig config_;
   std::unique_ptr<HttpServer> http_;  // destroyed last
+  std::unique_ptr<ResponseCache> cache_;  // after the engine: its last answers are stored
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServerContext> ctx_;
   std::unique_ptr<Router> router_;

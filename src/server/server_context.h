@@ -11,6 +11,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "server/response_cache.h"
 #include "server/generation_request.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -26,6 +27,9 @@ struct ServerContext {
   ServingDefaults defaults;
   int64_t created_unix = 0;   // when the model was loaded (/v1/models "created")
   std::function<void(std::function<void()>)> post;  // run on the I/O thread
+  ResponseCache* cache = nullptr;  // null: --no-response-cache
+  std::string fingerprint;        // the model file's (response cache keys)
+  bool flash_attention = false;
   std::atomic<bool> ready{false};     // /health: 503 until the model is loaded, and while draining
   std::atomic<bool> draining{false};  // no new generation requests
   bool r1() const { return chat_template.format() == text::ChatFormat::kDeepSeekR1; }

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -181,7 +183,9 @@ TEST(ServerTest, LimitsGive413And414) {
 }
 
 TEST(ServerTest, AStreamSaysWhatTheWholeAnswerSays) {
-  Fixture f;
+  ServerConfig c;
+  c.response_cache = false;  // the stream is computed, not replayed
+  Fixture f(c);
   const json whole = post(f.port, "/v1/chat/completions", chat("What is 2+2?", 24)).j();
   const Reply sr = post(f.port, "/v1/chat/completions", [] {
     json b = chat("What is 2+2?", 24, true);
@@ -230,7 +234,9 @@ TEST(ServerTest, CompletionsWithLogprobsAndChoices) {
 }
 
 TEST(ServerTest, FourStreamsAtOnceEachAsAlone) {
-  Fixture f;
+  ServerConfig c;
+  c.response_cache = false;  // every answer computed: alone, then beside three others
+  Fixture f(c);
   std::vector<std::string> alone;
   for (int i = 0; i < 4; ++i) alone.push_back(collect(post(f.port, "/v1/chat/completions", chat("question " + std::to_string(i), 20, true)).body).reasoning);
   std::vector<std::future<std::string>> together;
@@ -382,6 +388,97 @@ TEST(ServerTest, OllamaChatStreamsNdjsonWithThinking) {
   const Reply bad = post(f.port, "/api/chat", {{"messages", "x"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_TRUE(bad.j()["error"].is_string());
+}
+
+std::string temp_dir(const std::string& name) {
+  const std::string d = std::string(PONDER_BINARY_DIR) + "/server_test_tmp/" + name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// A deterministic request answered twice: the second comes from the cache, identical field for
+// field (stream and whole), marked as cached, with no engine work; and it survives a restart.
+TEST(ServerTest, ResponseCacheReplaysIdenticalAnswersAcrossARestart) {
+  ServerConfig c;
+  c.cache_dir = temp_dir("cache");
+  c.fingerprint = "test-model";
+  json body = chat("What is 2+2?", 16);
+  body["logprobs"] = true;
+  body["top_logprobs"] = 2;
+  json fresh;
+  std::string fresh_stream;
+  {
+    Fixture f(c);
+    const Reply a = post(f.port, "/v1/chat/completions", body);
+    EXPECT_EQ(a.headers.at("X-Ponder-Cache"), "miss");
+    fresh = a.j();
+    const int64_t generated = f.server->engine().metrics().total.generated_tokens;
+    const Reply b = post(f.port, "/v1/chat/completions", body);
+    EXPECT_EQ(b.headers.at("X-Ponder-Cache"), "hit");
+    const json cached = b.j();
+    EXPECT_EQ(cached["choices"], fresh["choices"]);
+    EXPECT_EQ(cached["usage"]["completion_tokens"], fresh["usage"]["completion_tokens"]);
+    EXPECT_TRUE(cached["usage"]["response_cached"].get<bool>());
+    EXPECT_EQ(f.server->engine().metrics().total.generated_tokens, generated);  // no engine work
+    json sb = body;
+    sb["stream"] = true;
+    sb["cache"] = false;
+    fresh_stream = collect(post(f.port, "/v1/chat/completions", sb).body).reasoning;
+    sb["cache"] = true;
+    EXPECT_EQ(collect(post(f.port, "/v1/chat/completions", sb).body).reasoning, fresh_stream);
+    // Sampling without a seed is never cached; with a seed it is.
+    json hot = chat("What is 2+2?", 8);
+    hot["temperature"] = 0.9;
+    EXPECT_EQ(post(f.port, "/v1/chat/completions", hot).headers.at("X-Ponder-Cache"), "off");
+    hot["seed"] = 5;
+    const Reply s1 = post(f.port, "/v1/chat/completions", hot);
+    const Reply s2 = post(f.port, "/v1/chat/completions", hot);
+    EXPECT_EQ(s2.headers.at("X-Ponder-Cache"), "hit");
+    EXPECT_EQ(s1.j()["choices"], s2.j()["choices"]);
+    ASSERT_TRUE(f.server->cache() != nullptr);
+    f.server->cache()->flush();
+  }
+  Fixture again(c);  // a new process would see the same file
+  const Reply r = post(again.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.headers.at("X-Ponder-Cache"), "hit");
+  EXPECT_EQ(r.j()["choices"], fresh["choices"]);
+  // Another model's fingerprint never matches.
+  ServerConfig other = c;
+  other.fingerprint = "another-model";
+  Fixture third(other);
+  EXPECT_EQ(post(third.port, "/v1/chat/completions", body).headers.at("X-Ponder-Cache"), "miss");
+}
+
+// A damaged cache file is moved aside and rebuilt; an unusable directory leaves the cache in
+// memory; either way every request is answered.
+TEST(ServerTest, ABrokenCacheNeverFailsARequest) {
+  ServerConfig c;
+  c.cache_dir = temp_dir("broken");
+  {
+    std::ofstream out(c.cache_dir + "/responses.sqlite", std::ios::binary);
+    out << std::string(8192, 'x');  // not a database
+  }
+  {
+    Fixture f(c);
+    EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("hi", 4)).status, 200);
+    EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"), "hit");
+    EXPECT_TRUE(f.server->cache()->stats().disk_enabled);
+    EXPECT_GE(f.server->cache()->stats().errors, 1);
+  }
+  bool moved_aside = false;
+  for (const auto& e : std::filesystem::directory_iterator(c.cache_dir)) {
+    moved_aside |= e.path().filename().string().find("responses.sqlite.corrupt-") == 0;
+  }
+  EXPECT_TRUE(moved_aside);
+  ServerConfig blocked;
+  blocked.cache_dir = temp_dir("blocked") + "/a-file";
+  { std::ofstream(blocked.cache_dir) << "a file where the directory should be"; }
+  Fixture g(blocked);
+  EXPECT_EQ(post(g.port, "/v1/chat/completions", chat("hi", 4)).status, 200);
+  EXPECT_EQ(post(g.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"), "hit");  // memory
+  EXPECT_FALSE(g.server->cache()->stats().disk_enabled);
+  EXPECT_NE(call(g.port, http::verb::get, "/metrics").body.find("ponder_response_cache_disk_enabled 0"), std::string::npos);
 }
 
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {

@@ -1,0 +1,305 @@
+#include "server/response_cache.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "base/log.h"
+
+namespace ponder::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Bumped whenever the stored events or the key change meaning.
+constexpr const char* kCacheFormat = "ponder-response-cache-1";
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string hex_hash(const std::string& s) {
+  uint64_t a = 14695981039346656037ull, b = 0x9e3779b97f4a7c15ull;
+  for (unsigned char c : s) {
+    a = (a ^ c) * 1099511628211ull;
+    b = (b ^ c) * 0x100000001b3ull + 0x632be59bd9b4e019ull;
+  }
+  return fmt::format("{:016x}{:016x}", a, b);
+}
+
+bool exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+
+}  // namespace
+
+std::string response_cache_key(const std::string& fingerprint, const EngineRequest& r, bool seed_given,
+                               bool flash_attention, bool context_shift) {
+  const SamplerParams& s = r.options.sampling;
+  if (s.temperature > 0 && !seed_given) return "";
+  json k = {kCacheFormat, fingerprint, r.prompt, r.options.max_tokens, r.options.stop, r.options.stop_at_eog,
+            r.options.n_keep, r.starts_in_thinking, r.n_choices, r.n_logprobs, flash_attention, context_shift,
+            s.temperature, s.top_k, s.top_p, s.min_p, s.penalty_last_n, s.repeat_penalty, s.presence_penalty,
+            s.frequency_penalty, s.temperature > 0 ? s.seed : 0};
+  json bias = json::array();
+  for (const auto& [id, b] : s.logit_bias) bias.push_back({id, std::isinf(b) ? -1e30 : b});
+  k.push_back(bias);
+  return hex_hash(k.dump());
+}
+
+std::string encode_events(const std::vector<EngineEvent>& events) {
+  json a = json::array();
+  for (const EngineEvent& e : events) {
+    json top = json::array();
+    for (const TokenLogprob& t : e.top_logprobs) top.push_back({t.token, t.logprob});
+    json j = {{"k", e.kind == EngineEvent::Kind::kDone ? 1 : 0}, {"c", e.choice}, {"t", e.token},
+              {"r", e.reasoning}, {"x", e.content}, {"l", e.logprob}, {"tl", top}};
+    if (e.kind == EngineEvent::Kind::kDone) {
+      const GenerateStats& s = e.stats;
+      j["s"] = {s.n_prompt, s.n_reused, s.n_gen, s.n_reasoning, s.finish_reason, s.tokens};
+    }
+    a.push_back(std::move(j));
+  }
+  return a.dump();
+}
+
+std::optional<std::vector<EngineEvent>> decode_events(const std::string& body) {
+  const json a = json::parse(body, nullptr, false);
+  if (!a.is_array()) return std::nullopt;
+  std::vector<EngineEvent> out;
+  try {
+    for (const json& j : a) {
+      EngineEvent e;
+      e.kind = j.at("k").get<int>() == 1 ? EngineEvent::Kind::kDone : EngineEvent::Kind::kToken;
+      e.choice = j.at("c").get<int32_t>();
+      e.token = j.at("t").get<int32_t>();
+      e.reasoning = j.at("r").get<std::string>();
+      e.content = j.at("x").get<std::string>();
+      e.logprob = j.at("l").get<float>();
+      for (const json& t : j.at("tl")) e.top_logprobs.push_back({t.at(0).get<int32_t>(), t.at(1).get<float>()});
+      if (e.kind == EngineEvent::Kind::kDone) {
+        const json& s = j.at("s");
+        e.stats.n_prompt = s.at(0).get<int32_t>();
+        e.stats.n_reused = s.at(1).get<int32_t>();
+        e.stats.n_gen = s.at(2).get<int32_t>();
+        e.stats.n_reasoning = s.at(3).get<int32_t>();
+        e.stats.finish_reason = s.at(4).get<std::string>();
+        e.stats.tokens = s.at(5).get<std::vector<int32_t>>();
+      }
+      out.push_back(std::move(e));
+    }
+  } catch (const json::exception&) {
+    return std::nullopt;  // a body from another format: a miss, not a failure
+  }
+  return out;
+}
+
+ResponseCache::ResponseCache(ResponseCacheConfig config) : config_(std::move(config)) {
+  if (!config_.dir.empty()) {
+    path_ = (std::filesystem::path(config_.dir) / "responses.sqlite").string();
+    std::lock_guard<std::mutex> lock(mu_);
+    disk_ok_ = open_disk();
+  }
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+ResponseCache::~ResponseCache() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();  // the loop writes everything queued before it returns
+  std::lock_guard<std::mutex> lock(mu_);
+  close_disk();
+}
+
+bool ResponseCache::open_disk() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.dir, ec);
+  int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    log_warn("response cache: cannot open {}: {}; answers are cached in memory only", path_, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    close_disk();
+    stats_.errors++;
+    return false;
+  }
+  sqlite3_busy_timeout(db_, 200);
+  const bool ok = exec(db_, "PRAGMA journal_mode=WAL") && exec(db_, "PRAGMA synchronous=NORMAL") &&
+                  exec(db_, "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, body TEXT NOT NULL, "
+                            "bytes INTEGER NOT NULL, last_used INTEGER NOT NULL)") &&
+                  exec(db_, "CREATE INDEX IF NOT EXISTS answers_by_use ON answers(last_used)");
+  sqlite3_stmt* st = nullptr;
+  bool healthy = ok && sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
+                 sqlite3_step(st) == SQLITE_ROW &&
+                 std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "ok";
+  sqlite3_finalize(st);
+  if (!healthy) {
+    const int err = sqlite3_errcode(db_);
+    const std::string msg = sqlite3_errmsg(db_);
+    close_disk();
+    stats_.errors++;
+    if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_) {
+      rebuilt_once_ = true;
+      const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
+      log_warn("response cache: {} is damaged ({}); moved aside to {} and rebuilt", path_, msg, aside);
+      std::filesystem::rename(path_, aside, ec);
+      for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
+      return open_disk();
+    }
+    log_warn("response cache: {} is unusable ({}); answers are cached in memory only", path_, msg);
+    return false;
+  }
+  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    stats_.entries_disk = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  return true;
+}
+
+void ResponseCache::close_disk() {
+  if (db_ != nullptr) sqlite3_close(db_);
+  db_ = nullptr;
+}
+
+void ResponseCache::disk_failed(const std::string& what, int rc) {
+  stats_.errors++;
+  log_warn("response cache: {} failed: {}", what, sqlite3_errstr(rc));
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return;  // another writer: skip this one, keep going
+  close_disk();
+  disk_ok_ = false;
+  if ((rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) && !rebuilt_once_) {
+    rebuilt_once_ = true;
+    std::error_code ec;
+    const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
+    log_warn("response cache: moving the damaged {} aside to {} and rebuilding", path_, aside);
+    std::filesystem::rename(path_, aside, ec);
+    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
+    disk_ok_ = open_disk();
+  }
+  if (!disk_ok_) log_warn("response cache: the disk cache is off; answers are cached in memory only");
+}
+
+void ResponseCache::remember(const std::string& key, std::string body) {
+  const int64_t limit = config_.max_bytes / 4;
+  if (static_cast<int64_t>(body.size()) > limit) return;
+  if (auto it = memory_.find(key); it != memory_.end()) {
+    memory_bytes_ -= static_cast<int64_t>(it->second.body.size());
+    lru_.erase(it->second.it);
+    memory_.erase(it);
+  }
+  memory_bytes_ += static_cast<int64_t>(body.size());
+  lru_.push_back(key);
+  memory_[key] = Entry{std::move(body), std::prev(lru_.end())};
+  while (memory_bytes_ > limit && !lru_.empty()) {
+    auto victim = memory_.find(lru_.front());
+    memory_bytes_ -= static_cast<int64_t>(victim->second.body.size());
+    memory_.erase(victim);
+    lru_.pop_front();
+  }
+  stats_.entries_memory = static_cast<int64_t>(memory_.size());
+}
+
+std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string& key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::string body;
+  if (auto it = memory_.find(key); it != memory_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second.it);
+    body = it->second.body;
+  } else if (disk_ok_) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+      rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) body.assign(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
+    if (!body.empty()) {
+      remember(key, body);
+      pending_.emplace_back(key, "");  // touch: last_used moves on
+      queued_++;
+      cv_.notify_one();
+    }
+  }
+  auto events = body.empty() ? std::nullopt : decode_events(body);
+  if (events) {
+    stats_.hits++;
+  } else {
+    stats_.misses++;
+  }
+  return events;
+}
+
+void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events) {
+  std::string body = encode_events(events);
+  std::lock_guard<std::mutex> lock(mu_);
+  remember(key, body);
+  stats_.stores++;
+  if (!disk_ok_) return;
+  pending_.emplace_back(key, std::move(body));
+  queued_++;
+  cv_.notify_one();
+}
+
+void ResponseCache::flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t target = queued_;
+  flushed_cv_.wait(lock, [&] { return written_ >= target; });
+}
+
+void ResponseCache::writer_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (pending_.empty() && stop_) return;
+    auto [key, body] = std::move(pending_.front());
+    pending_.pop_front();
+    if (disk_ok_) {
+      sqlite3_stmt* st = nullptr;
+      const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
+                                     : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
+      int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+      if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, unix_now());
+        if (!body.empty()) {
+          sqlite3_bind_text(st, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+          sqlite3_bind_int64(st, 4, static_cast<int64_t>(body.size()));
+        }
+        rc = sqlite3_step(st);
+      }
+      sqlite3_finalize(st);
+      if (rc != SQLITE_DONE) {
+        disk_failed("a write", rc);
+      } else if (!body.empty()) {
+        // Bounded in bytes: the least recently used answers go first.
+        exec(db_, fmt::format("DELETE FROM answers WHERE key IN (SELECT key FROM (SELECT key, SUM(bytes) OVER "
+                              "(ORDER BY last_used DESC, rowid DESC) AS run FROM answers) WHERE run > {})",
+                              config_.max_bytes).c_str());
+        sqlite3_stmt* c = nullptr;
+        if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW) {
+          stats_.entries_disk = sqlite3_column_int64(c, 0);
+        }
+        sqlite3_finalize(c);
+      }
+    }
+    written_++;
+    flushed_cv_.notify_all();
+  }
+}
+
+ResponseCacheStats ResponseCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ResponseCacheStats s = stats_;
+  s.disk_enabled = disk_ok_;
+  return s;
+}
+
+}  // namespace ponder::server

@@ -1,0 +1,91 @@
+// ResponseCache: answers to identical deterministic requests (temperature 0, or a fixed seed),
+// kept as the engine events they streamed, so a hit replays through the same code path as a fresh
+// answer (same SSE framing, same fields) in any API family. An in-memory LRU in front of SQLite
+// (WAL mode) so answers survive restarts; both bounded in bytes.
+// The key (response_cache_key) covers the model's fingerprint, Ponder's cache format version,
+// the prompt tokens and every option that changes the events (sampling, stops, lengths, n,
+// logprobs, the reasoning split, the attention order, context shift).
+// A cache that cannot work never fails a request: a corrupt file is moved aside and rebuilt; a
+// file that cannot be opened or written turns the disk part off (memory only), with a log line
+// and a counted error. Writes go through a writer thread; flush() and the destructor wait for them.
+// Depends on runtime/request.h, SQLite, nlohmann-json.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/request.h"
+
+struct sqlite3;
+
+namespace ponder::server {
+
+struct ResponseCacheConfig {
+  std::string dir;                 // the SQLite file lives here; "" = memory only
+  int64_t max_bytes = 256ll << 20; // on disk; memory holds at most a quarter of it
+};
+
+struct ResponseCacheStats {
+  int64_t hits = 0, misses = 0, stores = 0, errors = 0, entries_memory = 0, entries_disk = 0;
+  bool disk_enabled = false;
+};
+
+class ResponseCache {
+ public:
+  explicit ResponseCache(ResponseCacheConfig config);
+  ~ResponseCache();
+  ResponseCache(const ResponseCache&) = delete;
+  ResponseCache& operator=(const ResponseCache&) = delete;
+
+  std::optional<std::vector<EngineEvent>> lookup(const std::string& key);
+  void store(const std::string& key, const std::vector<EngineEvent>& events);
+  void flush();  // returns once every store() so far is on disk
+  ResponseCacheStats stats() const;
+  std::string path() const { return path_; }
+
+ private:
+  bool open_disk();
+  void close_disk();
+  void disk_failed(const std::string& what, int rc);  // corrupt: move aside, rebuild; else off
+  void writer_loop();
+  void remember(const std::string& key, std::string body);  // into the memory LRU (mu_ held)
+
+  ResponseCacheConfig config_;
+  std::string path_;
+  mutable std::mutex mu_;  // everything below
+  sqlite3* db_ = nullptr;
+  bool disk_ok_ = false;
+  bool rebuilt_once_ = false;
+  std::list<std::string> lru_;  // keys, least recently used first
+  struct Entry {
+    std::string body;
+    std::list<std::string>::iterator it;
+  };
+  std::unordered_map<std::string, Entry> memory_;
+  int64_t memory_bytes_ = 0;
+  ResponseCacheStats stats_;
+  std::deque<std::pair<std::string, std::string>> pending_;  // (key, body) to write
+  int64_t written_ = 0, queued_ = 0;
+  std::condition_variable cv_, flushed_cv_;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+// The key of a request, or "" when its answer is not deterministic (temperature > 0 without a
+// seed the client chose) and must not be cached.
+std::string response_cache_key(const std::string& model_fingerprint, const EngineRequest& request,
+                               bool seed_given, bool flash_attention, bool context_shift);
+
+// Events <-> the stored text.
+std::string encode_events(const std::vector<EngineEvent>& events);
+std::optional<std::vector<EngineEvent>> decode_events(const std::string& body);
+
+}  // namespace ponder::server

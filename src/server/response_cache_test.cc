@@ -1,0 +1,96 @@
+// The response cache as a library: keys, the stored form of events, the memory and disk bounds.
+#include "server/response_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace ponder::server {
+namespace {
+
+EngineRequest base_request() {
+  EngineRequest r;
+  r.prompt = {1, 2, 3};
+  r.options.max_tokens = 10;
+  r.options.sampling.temperature = 0;
+  return r;
+}
+
+TEST(ResponseCacheTest, EveryOptionThatChangesTheAnswerChangesTheKey) {
+  const EngineRequest r = base_request();
+  const std::string k = response_cache_key("m", r, false, false, false);
+  ASSERT_FALSE(k.empty());
+  EXPECT_EQ(k, response_cache_key("m", r, false, false, false));
+  std::vector<EngineRequest> variants(9, r);
+  variants[0].prompt.push_back(4);
+  variants[1].options.max_tokens = 11;
+  variants[2].options.stop = {"x"};
+  variants[3].options.sampling.top_k = 3;
+  variants[4].options.sampling.repeat_penalty = 1.1f;
+  variants[5].n_choices = 2;
+  variants[6].n_logprobs = 1;
+  variants[7].starts_in_thinking = true;
+  variants[8].options.sampling.logit_bias = {{5, 1.0f}};
+  for (const EngineRequest& v : variants) EXPECT_NE(response_cache_key("m", v, false, false, false), k);
+  EXPECT_NE(response_cache_key("other-model", r, false, false, false), k);
+  EXPECT_NE(response_cache_key("m", r, false, true, false), k);  // attention order
+  EXPECT_NE(response_cache_key("m", r, false, false, true), k);  // context shift
+  // Greedy ignores the seed; sampling is cacheable only with the client's own seed.
+  EngineRequest seeded = r;
+  seeded.options.sampling.seed = 99;
+  EXPECT_EQ(response_cache_key("m", seeded, false, false, false), k);
+  EngineRequest hot = r;
+  hot.options.sampling.temperature = 0.7f;
+  EXPECT_EQ(response_cache_key("m", hot, false, false, false), "");
+  EXPECT_NE(response_cache_key("m", hot, true, false, false), "");
+}
+
+TEST(ResponseCacheTest, EventsRoundTrip) {
+  std::vector<EngineEvent> events(2);
+  events[0].token = 42;
+  events[0].reasoning = "think \xe2\x9c\x93";
+  events[0].logprob = -0.25f;
+  events[0].top_logprobs = {{42, -0.25f}, {7, -2.5f}};
+  events[1].kind = EngineEvent::Kind::kDone;
+  events[1].choice = 0;
+  events[1].content = "tail";
+  events[1].stats.n_prompt = 3;
+  events[1].stats.n_gen = 1;
+  events[1].stats.finish_reason = "length";
+  events[1].stats.tokens = {42};
+  auto back = decode_events(encode_events(events));
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].reasoning, events[0].reasoning);
+  EXPECT_EQ((*back)[0].top_logprobs.size(), 2u);
+  EXPECT_EQ((*back)[0].top_logprobs[1].token, 7);
+  EXPECT_EQ((*back)[1].kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ((*back)[1].stats.finish_reason, "length");
+  EXPECT_EQ((*back)[1].stats.tokens, events[1].stats.tokens);
+  EXPECT_FALSE(decode_events("{\"not\": \"events\"}").has_value());
+  EXPECT_FALSE(decode_events("[{\"k\": 0}]").has_value());
+}
+
+TEST(ResponseCacheTest, TheDiskIsBoundedAndKeepsTheMostRecent) {
+  const std::string dir = std::string(PONDER_BINARY_DIR) + "/server_test_tmp/bounded";
+  std::filesystem::remove_all(dir);
+  std::vector<EngineEvent> big(1);
+  big[0].kind = EngineEvent::Kind::kDone;
+  big[0].content = std::string(1000, 'a');
+  {
+    ResponseCache cache(ResponseCacheConfig{dir, 20000});  // ~18 answers of ~1.1 KB
+    for (int i = 0; i < 60; ++i) cache.store("key" + std::to_string(i), big);
+    cache.flush();
+    EXPECT_LE(cache.stats().entries_disk, 18);
+    EXPECT_GE(cache.stats().entries_disk, 10);
+    EXPECT_LE(cache.stats().entries_memory, 5);  // a quarter of the bytes
+  }
+  ResponseCache reopened(ResponseCacheConfig{dir, 20000});
+  EXPECT_TRUE(reopened.lookup("key59").has_value());
+  EXPECT_FALSE(reopened.lookup("key0").has_value());
+  EXPECT_EQ(reopened.stats().hits, 1);
+  EXPECT_EQ(reopened.stats().misses, 1);
+}
+
+}  // namespace
+}  // namespace ponder::server
