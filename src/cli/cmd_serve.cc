@@ -58,6 +58,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--queue", queue, "requests that may wait before the server answers 503 busy")->capture_default_str();
   app.add_option("--drain-timeout", drain_timeout, "seconds running requests get to finish on SIGTERM")->capture_default_str();
   app.add_option("--body-limit", config.limits.max_body_bytes, "largest request body in bytes (413 above)")->capture_default_str();
+  app.add_option("--reasoning-budget", config.defaults.reasoning_budget,
+                 "R1: thinking tokens after which the answer is forced (-1: no limit; per request: reasoning_budget)")
+      ->capture_default_str();
   std::string cache_dir = default_cache_dir();
   int64_t cache_mib = 256;
   bool no_cache = false;

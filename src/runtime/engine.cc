@@ -67,6 +67,8 @@ struct Engine::SeqState {
   int32_t choice = 0;
   int32_t max_tokens = 0;
   int32_t n_keep = 0;  // context shift: positions kept
+  int32_t reasoning_budget = -1;
+  std::deque<int32_t> forced;  // tokens to emit next instead of sampling ("</think>\n\n")
   bool stop_at_eog = true;
   bool started = false;  // its prompt has had a step
   Sampler sampler;
@@ -91,6 +93,7 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
   logits_.resize(static_cast<size_t>(config_.max_running) * static_cast<size_t>(model.config().n_vocab));
   recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
+  end_think_tokens_ = tokenizer_.encode("</think>\n\n", true);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -195,6 +198,7 @@ void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
       st->max_tokens = req.options.max_tokens;
       const int32_t keep = req.options.n_keep == GenerateOptions::kKeepDefault ? config_.n_keep : req.options.n_keep;
       st->n_keep = keep < 0 ? seq->n_prompt : keep;
+      st->reasoning_budget = req.starts_in_thinking ? req.options.reasoning_budget : -1;
       st->stop_at_eog = req.options.stop_at_eog;
       st->stats.n_prompt = seq->n_prompt;
       for (int32_t t : req.prompt) st->sampler.accept(t);
@@ -253,7 +257,13 @@ int32_t Engine::prefill_budget() const {
 
 void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
   const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
-  const int32_t token = st.sampler.sample(logits);
+  int32_t token = 0;
+  if (!st.forced.empty()) {
+    token = st.forced.front();
+    st.forced.pop_front();
+  } else {
+    token = st.sampler.sample(logits);
+  }
   st.sampler.accept(token);
   if (st.stats.n_gen == 0) {
     st.stats.ttft_s = st.since_submit.seconds();
@@ -288,6 +298,9 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     }
   }
   if (rs.sink) rs.sink(std::move(ev));
+  if (st.reasoning_budget >= 0 && st.forced.empty() && st.splitter.in_thinking() && st.stats.n_reasoning >= st.reasoning_budget) {
+    force_end_of_thinking(st, false);
+  }
   if (eog || st.stops.stopped()) {
     finish(seq.id, "stop");
   } else if (st.stats.n_gen >= st.max_tokens) {
@@ -296,6 +309,23 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     seq.tokens.push_back(token);
     if (static_cast<int32_t>(seq.tokens.size()) > max_context_) shift_context(st, seq);
   }
+}
+
+void Engine::force_end_of_thinking(SeqState& st, bool on_request) {
+  if (!st.splitter.in_thinking() || !st.forced.empty()) return;
+  st.forced.assign(end_think_tokens_.begin(), end_think_tokens_.end());
+  st.stats.thinking_cut = true;
+  st.stats.thinking_cut_on_request = on_request;
+}
+
+bool Engine::end_thinking(uint64_t request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!live_.count(request)) return false;
+    end_thinking_.push_back(request);
+  }
+  cv_.notify_one();
+  return true;
 }
 
 void Engine::shift_context(SeqState& st, Sequence& seq) {
@@ -391,17 +421,22 @@ void Engine::loop() {
   for (;;) {
     std::deque<std::pair<uint64_t, EngineRequest>> inbox;
     std::vector<uint64_t> cancels;
+    std::vector<uint64_t> end_thinking;
     {
       std::unique_lock<std::mutex> lock(mu_);
       idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty();  // gauges already updated
       if (idle_) idle_cv_.notify_all();
-      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !scheduler_.idle(); });
+      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !end_thinking_.empty() || !scheduler_.idle(); });
       if (stop_) break;
       inbox.swap(inbox_);
       cancels.swap(cancels_);
+    end_thinking.swap(end_thinking_);
       n_waiting_ += static_cast<int32_t>(inbox.size());  // queued until the next count
     }
     admit(inbox);
+    for (uint64_t r : end_thinking) {
+      for (uint64_t s : scheduler_.sequences_of(r)) force_end_of_thinking(*seqs_.at(s), true);
+    }
     for (uint64_t r : cancels) {
       for (uint64_t s : scheduler_.sequences_of(r)) finish(s, "cancelled");
     }

@@ -63,6 +63,9 @@ class Engine {
   // Ends a request (every choice) with finish reason "cancelled"; false when it is not running
   // or queued (finished, or unknown).
   bool cancel(uint64_t request);
+  // R1: ends the thinking of every choice of a running request now ("</think>" and a blank line
+  // are forced as its next tokens), so it answers. False when the request is not running or queued.
+  bool end_thinking(uint64_t request);
 
   EngineMetrics metrics() const;
   // Blocks until no request is queued or running (tests, benchmarks, the CLI).
@@ -72,7 +75,8 @@ class Engine {
   struct SeqState;
   struct RequestState;
   void loop();
-  void shift_context(SeqState& st, Sequence& seq);  // the context is full: shift, or end it
+  void shift_context(SeqState& st, Sequence& seq);
+  void force_end_of_thinking(SeqState& st, bool on_request);  // queue "</think>\n\n" unless already answering  // the context is full: shift, or end it
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;
@@ -91,6 +95,8 @@ class Engine {
   std::condition_variable idle_cv_;  // wakes wait_idle()
   std::deque<std::pair<uint64_t, EngineRequest>> inbox_;
   std::vector<uint64_t> cancels_;
+  std::vector<uint64_t> end_thinking_;
+  std::vector<int32_t> end_think_tokens_;  // "</think>\n\n"
   std::map<uint64_t, bool> live_;  // requests queued or running (value unused)
   uint64_t next_request_ = 1;
   int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -346,6 +347,51 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
   EXPECT_EQ(full.stats.n_gen + full.stats.n_prompt, 256);
   EXPECT_EQ(full.stats.finish_reason, "length");
   EXPECT_EQ(engine.metrics().total.requests_rejected, 4);
+  expect_clean(engine);
+}
+
+// R1's thinking cut short: by a reasoning budget (after exactly that many thinking tokens,
+// "</think>" and a blank line follow and the model answers), or at once by end_thinking().
+TEST(EngineTest, AReasoningBudgetAndEndThinkingForceTheAnswer) {
+  auto f = load("Q8_0");
+  Engine engine(*f->model, f->tokenizer, config(2048));
+  const std::vector<int32_t> end_think = f->tokenizer.encode("</think>\n\n", true);
+  ASSERT_EQ(end_think.size(), 2u);
+  EngineRequest r = request(prompt_tokens(f->tokenizer, 3), 30, 0, 0);
+  r.starts_in_thinking = true;
+  r.options.stop_at_eog = false;
+  r.options.reasoning_budget = 6;
+  const Stream::Choice a = run_one(engine, r);
+  ASSERT_EQ(a.tokens.size(), 30u);
+  EXPECT_EQ(a.tokens[6], end_think[0]);
+  EXPECT_EQ(a.tokens[7], end_think[1]);
+  EXPECT_TRUE(a.stats.thinking_cut && !a.stats.thinking_cut_on_request);
+  EXPECT_EQ(a.stats.n_reasoning, 7);  // six thoughts and the forced </think>
+  EXPECT_EQ(a.reasoning.find("</think>"), std::string::npos);
+  EXPECT_FALSE(a.content.empty());
+  // The same request without a budget thinks longer (the tiny model rarely closes its thinking).
+  EngineRequest free_r = r;
+  free_r.options.reasoning_budget = -1;
+  const Stream::Choice b = run_one(engine, free_r);
+  EXPECT_FALSE(b.stats.thinking_cut);
+  EXPECT_TRUE(std::equal(b.tokens.begin(), b.tokens.begin() + 6, a.tokens.begin()));  // same until the cut
+  // end_thinking on a running request: the answer starts within a step or two.
+  Stream s;
+  EngineRequest long_r = request(prompt_tokens(f->tokenizer, 4), 400, 0, 0);
+  long_r.starts_in_thinking = true;
+  long_r.options.stop_at_eog = false;
+  long_r.sink = s.sink();
+  auto id = engine.submit(long_r);
+  ASSERT_TRUE(id.has_value());
+  s.wait_tokens(5);
+  EXPECT_TRUE(engine.end_thinking(*id));
+  s.wait();
+  const Stream::Choice& c = s.choices[0];
+  EXPECT_TRUE(c.stats.thinking_cut && c.stats.thinking_cut_on_request);
+  const auto cut = std::search(c.tokens.begin(), c.tokens.end(), end_think.begin(), end_think.end());
+  ASSERT_NE(cut, c.tokens.end());
+  EXPECT_LT(cut - c.tokens.begin(), 200);
+  EXPECT_FALSE(engine.end_thinking(*id));  // finished
   expect_clean(engine);
 }
 

@@ -24,6 +24,9 @@ struct GenerateOptions {
   // fills; -1 the whole prompt; kKeepDefault: the engine's --keep.
   static constexpr int32_t kKeepDefault = INT32_MIN;
   int32_t n_keep = kKeepDefault;
+  // R1: thinking tokens after which "</think>" and a blank line are forced, so the model answers
+  // (-1: no limit). Engine::end_thinking() does the same at once.
+  int32_t reasoning_budget = -1;
 };
 
 struct GenerateStats {
@@ -34,6 +37,8 @@ struct GenerateStats {
   int32_t n_preempted = 0;  // times the request was sent back to the queue for lack of KV room
   int32_t n_shifts = 0;     // context shifts (the context filled; --context-shift)
   bool from_response_cache = false;  // replayed by the server from its response cache
+  bool thinking_cut = false;         // "</think>" was forced (budget spent, or end_thinking())
+  bool thinking_cut_on_request = false;  // by end_thinking() ("answer now")
   double queue_s = 0;       // from submission to the first step that ran its prompt
   double prompt_s = 0;      // time to process the prompt (the new part)
   double gen_s = 0;         // time from the first to the last generated token

@@ -17,6 +17,7 @@ namespace ponder::server {
 struct ServingDefaults {
   SamplerParams sampling;     // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
   int32_t max_tokens = 0;     // 0: up to the context (the server's -n caps every request)
+  int32_t reasoning_budget = -1;  // --reasoning-budget: thinking tokens before the answer is forced
 };
 
 struct GenerationRequest {

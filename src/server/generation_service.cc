@@ -88,7 +88,10 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     on_event = [on_event = std::move(on_event), rec, cache, key](EngineEvent&& ev) {
       rec->events.push_back(ev);
       if (ev.kind == EngineEvent::Kind::kDone) {
-        rec->storable &= ev.error.empty() && (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
+        // An answer forced by "answer now" is not what the request asks for: never stored. (A budget
+        // is part of the key, so a budget's cut answer is.)
+        const bool clicked = ev.stats.thinking_cut_on_request;
+        rec->storable &= ev.error.empty() && !clicked && (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
         if (--rec->left == 0 && rec->storable) cache->store(key, rec->events);
       }
       on_event(std::move(ev));

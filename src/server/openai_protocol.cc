@@ -61,6 +61,8 @@ void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
 void read_common(FieldReader& f, const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
   out->options.sampling = defaults.sampling;
   out->options.max_tokens = defaults.max_tokens;
+  out->options.reasoning_budget = defaults.reasoning_budget;
+  if (auto v = f.integer("reasoning_budget", -1, 1 << 24)) out->options.reasoning_budget = static_cast<int32_t>(*v);
   out->seed_given = read_sampling(f, &out->options);
   read_logit_bias(f, body, &out->options.sampling);
   // max_completion_tokens (newer) and max_tokens (older) both count thinking and answer.

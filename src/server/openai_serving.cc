@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "server/field_reader.h"
 #include "server/generation_service.h"
 #include "server/openai_protocol.h"
 #include "server/reply.h"
@@ -46,6 +47,10 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       return reply_error(*r_, *e);
     }
     r_->add_header("X-Ponder-Cache", sub.cache);
+    if (std::string(sub.cache) != "hit") {
+      ctx_.active[id_] = sub.id;
+      registered_ = true;
+    }
     if (g_.stream) {
       r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
       r_->write(sse_comment("queued"));  // headers and a first byte now, whatever the queue
@@ -159,6 +164,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   }
 
   void finish() {
+    if (registered_) ctx_.active.erase(id_);
     if (!error_.empty()) {
       const ApiError e = ApiError::internal(error_);
       if (g_.stream) {
@@ -207,6 +213,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   std::string id_;
   int64_t created_ = 0;
   int32_t n_done_ = 0;
+  bool registered_ = false;
   std::string error_;
 };
 
@@ -231,6 +238,20 @@ void add_openai_routes(Router& router, ServerContext& ctx) {
     reply_json(*r, 200, {{"object", "list"}, {"data", json::array({m})}});
   };
   router.add(http::verb::get, "/v1/models", models);
+  // "Answer now": ends the thinking of a running chat completion (the id its chunks carry).
+  router.add(http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+    auto body = parse_json_body(req, *r);
+    if (!body) return;
+    FieldReader f(*body);
+    const auto id = f.string("id");
+    if (f.ok() && !id) f.fail(ApiError::bad_request("'id' (the chat completion's id) is required", "id"));
+    if (!f.ok()) return reply_error(*r, f.error());
+    auto it = ctx.active.find(*id);
+    if (it == ctx.active.end() || !ctx.engine.end_thinking(it->second)) {
+      return reply_error(*r, ApiError::not_found("no running chat completion '" + *id + "'"));
+    }
+    reply_json(*r, 200, {{"id", *id}, {"object", "answer_now"}, {"thinking_ended", true}});
+  });
   router.add(http::verb::get, "/models", models);
 }
 

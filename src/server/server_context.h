@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "runtime/engine.h"
 #include "server/response_cache.h"
@@ -30,6 +31,9 @@ struct ServerContext {
   ResponseCache* cache = nullptr;  // null: --no-response-cache
   std::string fingerprint;        // the model file's (response cache keys)
   bool flash_attention = false;
+  // Chat completion ids (what the stream's chunks carry) -> engine requests, while they run, for
+  // "answer now" (POST /v1/answer_now). I/O thread only.
+  std::unordered_map<std::string, uint64_t> active;
   std::atomic<bool> ready{false};     // /health: 503 until the model is loaded, and while draining
   std::atomic<bool> draining{false};  // no new generation requests
   bool r1() const { return chat_template.format() == text::ChatFormat::kDeepSeekR1; }

@@ -481,6 +481,49 @@ TEST(ServerTest, ABrokenCacheNeverFailsARequest) {
   EXPECT_NE(call(g.port, http::verb::get, "/metrics").body.find("ponder_response_cache_disk_enabled 0"), std::string::npos);
 }
 
+// R1's thinking cut short over HTTP: a reasoning budget, and "answer now" on a running stream by
+// the id its chunks carry. An answer cut by a click is not cached; one cut by a budget is.
+TEST(ServerTest, ReasoningBudgetAndAnswerNow) {
+  Fixture f;
+  json b = chat("Think about it", 24);
+  b["reasoning_budget"] = 4;
+  b["ignore_eos"] = true;
+  const json r = post(f.port, "/v1/chat/completions", b).j();
+  EXPECT_EQ(r["usage"]["completion_tokens_details"]["reasoning_tokens"], 5);  // 4 + the forced </think>
+  EXPECT_FALSE(r["choices"][0]["message"]["content"].get<std::string>().empty());
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", b).headers.at("X-Ponder-Cache"), "hit");
+  EXPECT_EQ(post(f.port, "/v1/answer_now", {{"id", "chatcmpl-unknown"}}).status, 404);
+  // A long stream, read as it comes; answer now once it has started.
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), f.port));
+  json lb = chat("Think for long", 600, true);
+  lb["ignore_eos"] = true;
+  const std::string body = lb.dump();
+  net::write(s, net::buffer("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string got;
+  char buf[4096];
+  beast::error_code ec;
+  while (got.find("\"id\":\"chatcmpl-") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
+  const size_t at = got.find("\"id\":\"chatcmpl-") + 6;
+  const std::string id = got.substr(at, got.find('"', at) - at);
+  const Reply now = post(f.port, "/v1/answer_now", {{"id", id}});
+  EXPECT_EQ(now.status, 200) << now.body;
+  for (;;) {
+    const size_t n = s.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+  }
+  bool answered = false;  // some chunk carries answer text (not only the first chunk's "")
+  for (size_t p = got.find("\"content\":\""); p != std::string::npos; p = got.find("\"content\":\"", p + 1)) {
+    answered |= got[p + 11] != '"';
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", lb).headers.at("X-Ponder-Cache"), "miss");  // never stored
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));
