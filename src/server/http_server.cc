@@ -292,6 +292,13 @@ void HttpServer::start() {
 
 void HttpServer::post(std::function<void()> f) { net::post(impl_->ioc, std::move(f)); }
 
+void HttpServer::after(double seconds, std::function<void()> f) {
+  auto timer = std::make_shared<net::steady_timer>(impl_->ioc, ms(seconds));
+  timer->async_wait([timer, f = std::move(f)](beast::error_code ec) {
+    if (!ec) f();
+  });
+}
+
 void HttpServer::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;

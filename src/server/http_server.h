@@ -81,6 +81,8 @@ class HttpServer {
   void stop();
   // Runs `f` on the I/O thread (timers, shutdown steps).
   void post(std::function<void()> f);
+  // Runs `f` on the I/O thread after `seconds`.
+  void after(double seconds, std::function<void()> f);
   int64_t open_connections() const { return open_connections_.load(); }
 
  private:

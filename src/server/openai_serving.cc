@@ -54,7 +54,19 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     if (g_.stream) {
       r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
       r_->write(sse_comment("queued"));  // headers and a first byte now, whatever the queue
+      keep_alive();
     }
+  }
+
+  // While the request waits or its prompt is processed, a comment line every keepalive_s, so
+  // proxies and clients do not time out.
+  void keep_alive() {
+    auto self = shared_from_this();
+    ctx_.after(ctx_.keepalive_s, [self] {
+      if (self->any_token_ || self->n_done_ == self->g_.n) return;
+      self->r_->write(sse_comment("keep-alive"));
+      self->keep_alive();
+    });
   }
 
  private:
@@ -124,6 +136,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     }
     c.reasoning += ev.reasoning;
     c.content += ev.content;
+    any_token_ = true;
     if (ev.kind == EngineEvent::Kind::kToken) {
       if (g_.stream) {
         stream_text(c, index, ev);
@@ -214,6 +227,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   int64_t created_ = 0;
   int32_t n_done_ = 0;
   bool registered_ = false;
+  bool any_token_ = false;
   std::string error_;
 };
 

@@ -27,6 +27,8 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   HttpServer* http = http_.get();
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
+  ctx_->after = [http](double s, std::function<void()> f) { http->after(s, std::move(f)); };
+  ctx_->keepalive_s = config_.keepalive_s;
   add_openai_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);

@@ -32,6 +32,7 @@ struct ServerConfig {
   std::string cache_dir;
   int64_t cache_bytes = 256ll << 20;
   std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
+  double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
 };
 
 class Server {

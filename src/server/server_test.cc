@@ -524,6 +524,21 @@ TEST(ServerTest, ReasoningBudgetAndAnswerNow) {
   EXPECT_EQ(post(f.port, "/v1/chat/completions", lb).headers.at("X-Ponder-Cache"), "miss");  // never stored
 }
 
+// A stream whose first token is slow to come (a long prompt behind a slow prefill) gets SSE
+// comment lines meanwhile.
+TEST(ServerTest, SlowPrefillsSendKeepAliveComments) {
+  ServerConfig c;
+  c.keepalive_s = 0.02;
+  c.engine.max_batch = 1;  // one prompt row per step: a slow prefill
+  c.response_cache = false;
+  Fixture f(c);
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i) + " ";
+  const Reply r = post(f.port, "/v1/chat/completions", chat(long_text, 2, true));
+  EXPECT_NE(r.body.find(": keep-alive\n\n"), std::string::npos);
+  EXPECT_TRUE(collect(r.body).done);
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));
