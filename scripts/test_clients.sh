@@ -10,9 +10,10 @@ MODEL=../shared/models/tiny-Q8_0.gguf
 KEY=test-key-$$
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LOG=$(mktemp)
-"$BUILD/ponder" serve -m "$MODEL" --port "$PORT" --api-key "$KEY" -c 2048 > "$LOG" 2>&1 &
+CACHE=$(mktemp -d)
+"$BUILD/ponder" serve -m "$MODEL" --port "$PORT" --api-key "$KEY" -c 2048 --cache-dir "$CACHE" > "$LOG" 2>&1 &
 PID=$!
-trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
+trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$LOG" "$CACHE"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" > /dev/null && break; sleep 0.1; done
 URL=http://127.0.0.1:$PORT
 AUTH=(-H "Authorization: Bearer $KEY")

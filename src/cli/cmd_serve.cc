@@ -61,6 +61,12 @@ int run_serve(int argc, char** argv) {
   app.add_option("--reasoning-budget", config.defaults.reasoning_budget,
                  "R1: thinking tokens after which the answer is forced (-1: no limit; per request: reasoning_budget)")
       ->capture_default_str();
+  app.add_option("--keepalive", config.keepalive_s, "seconds between SSE keep-alive comments until a stream's first token")
+      ->capture_default_str();
+  app.add_option("--reasoning-field", config.reasoning_field,
+                 "the name of the thinking deltas in OpenAI chunks: reasoning_content (DeepSeek, llama.cpp) or reasoning (vLLM)")
+      ->check(CLI::IsMember({"reasoning_content", "reasoning"}))
+      ->capture_default_str();
   std::string cache_dir = default_cache_dir();
   int64_t cache_mib = 256;
   bool no_cache = false;

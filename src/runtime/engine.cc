@@ -269,11 +269,7 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     st.stats.ttft_s = st.since_submit.seconds();
     st.stats.prompt_s = st.stats.ttft_s - st.stats.queue_s;
     const double ttft = st.stats.ttft_s;
-    recorder_.update([&](EngineCounters& c) {
-      c.ttft_sum_s += ttft;
-      c.ttft_count++;
-      c.ttft_last_s = ttft;
-    });
+    recorder_.update([&](EngineCounters& c) { c.add_ttft(ttft); });
   } else {
     st.stats.max_gap_s = std::max(st.stats.max_gap_s, st.since_token.seconds());
   }

@@ -6,6 +6,7 @@
 // Depends on nothing but the standard library.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -28,6 +29,15 @@ struct EngineCounters {
   double ttft_sum_s = 0;    // over first tokens
   int64_t ttft_count = 0;
   double ttft_last_s = 0;
+  // Time to first token as a histogram: how many were at most kTtftBuckets[i] seconds.
+  static constexpr std::array<double, 9> kTtftBuckets = {0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60};
+  std::array<int64_t, 9> ttft_le{};
+  void add_ttft(double s) {
+    ttft_sum_s += s;
+    ttft_count++;
+    ttft_last_s = s;
+    for (size_t i = 0; i < kTtftBuckets.size(); ++i) ttft_le[i] += s <= kTtftBuckets[i];
+  }
 };
 
 struct EngineMetrics {

@@ -98,7 +98,14 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("ponder_kv_blocks_total", "gauge", "KV blocks in the pool.", m.kv_blocks_total);
   metric("ponder_kv_blocks_used", "gauge", "KV blocks held by running requests.", m.kv_blocks_used);
   metric("ponder_kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.", m.kv_blocks_cached);
-  metric("ponder_time_to_first_token_seconds_mean", "gauge", "Mean time to first token.", m.ttft_mean_s());
+  out += "# HELP ponder_time_to_first_token_seconds Time from a request's arrival to its first token.\n"
+         "# TYPE ponder_time_to_first_token_seconds histogram\n";
+  for (size_t i = 0; i < EngineCounters::kTtftBuckets.size(); ++i) {
+    out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"{}\"}} {}\n", EngineCounters::kTtftBuckets[i], m.total.ttft_le[i]);
+  }
+  out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n", m.total.ttft_count);
+  out += fmt::format("ponder_time_to_first_token_seconds_sum {}\nponder_time_to_first_token_seconds_count {}\n",
+                     m.total.ttft_sum_s, m.total.ttft_count);
   metric("ponder_engine_busy_seconds_total", "counter", "Time spent in forward passes.", gen_s);
   metric("ponder_steps_per_second", "gauge", "Engine steps per second.", m.steps_per_s);
   metric("ponder_cpu_utilization_ratio", "gauge", "Process CPU time / wall time / cores.", m.cpu_util);
@@ -124,6 +131,16 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
   router.add(http::verb::post, "/detokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { detokenize(ctx, std::move(q), *r); });
   router.add(http::verb::get, "/props", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { props(ctx, *r); });
   router.add(http::verb::get, "/metrics", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { metrics(ctx, *r); });
+  // llama-server's /slots, for the tools that poll it. Ponder has no slots: any request may use
+  // the whole context; the entries are the --parallel places, the first ones busy.
+  router.add(http::verb::get, "/slots", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    const EngineMetrics m = ctx.engine.metrics();
+    json slots = json::array();
+    for (int32_t i = 0; i < ctx.engine.config().max_running; ++i) {
+      slots.push_back({{"id", i}, {"n_ctx", ctx.engine.max_context()}, {"is_processing", i < m.sequences_running}});
+    }
+    reply_json(*r, 200, slots);
+  });
 }
 
 }  // namespace ponder::server

@@ -116,7 +116,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
         c.role_sent = true;
         if (ev.content.empty()) delta["content"] = "";
       }
-      if (!ev.reasoning.empty()) delta["reasoning_content"] = ev.reasoning;
+      if (!ev.reasoning.empty()) delta[ctx_.reasoning_field] = ev.reasoning;
       if (!ev.content.empty()) delta["content"] = ev.content;
       choice["delta"] = delta;
       choice["logprobs"] = has_lp ? json{{"content", lp}} : json(nullptr);
@@ -205,7 +205,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       const bool has_lp = g_.n_logprobs >= 0;
       if (g_.chat) {
         json msg = {{"role", "assistant"}, {"content", c.content}};
-        if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
+        if (!c.reasoning.empty()) msg[ctx_.reasoning_field] = c.reasoning;
         choice["message"] = msg;
         choice["logprobs"] = has_lp ? json{{"content", c.logprobs}} : json(nullptr);
       } else {

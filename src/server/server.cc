@@ -29,6 +29,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
   ctx_->after = [http](double s, std::function<void()> f) { http->after(s, std::move(f)); };
   ctx_->keepalive_s = config_.keepalive_s;
+  ctx_->reasoning_field = config_.reasoning_field;
   add_openai_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);

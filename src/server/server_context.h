@@ -29,6 +29,7 @@ struct ServerContext {
   int64_t created_unix = 0;   // when the model was loaded (/v1/models "created")
   std::function<void(std::function<void()>)> post;  // run on the I/O thread
   std::function<void(double, std::function<void()>)> after;  // run on the I/O thread, later
+  std::string reasoning_field = "reasoning_content";  // OpenAI chunks' name for the thinking
   double keepalive_s = 5;  // SSE comment lines this often until the first token (long queues, prefills)
   ResponseCache* cache = nullptr;  // null: --no-response-cache
   std::string fingerprint;        // the model file's (response cache keys)

@@ -334,6 +334,11 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
   }
   EXPECT_NE(metrics.find("llamacpp:tokens_predicted_total 3"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos);
+  EXPECT_NE(metrics.find("ponder_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ponder_time_to_first_token_seconds_count 1"), std::string::npos);
+  const json slots = call(f.port, http::verb::get, "/slots").j();
+  EXPECT_EQ(slots.size(), 8u);
+  EXPECT_EQ(slots[0]["n_ctx"], 2048);
 }
 
 TEST(ServerTest, LlamaCppCompletionWholeAndStreamed) {
@@ -413,7 +418,12 @@ TEST(ServerTest, ResponseCacheReplaysIdenticalAnswersAcrossARestart) {
     const Reply a = post(f.port, "/v1/chat/completions", body);
     EXPECT_EQ(a.headers.at("X-Ponder-Cache"), "miss");
     fresh = a.j();
+    // (The engine counts a step's tokens after the step, possibly after the answer went out.)
+    for (int i = 0; i < 1000 && f.server->engine().metrics().total.generated_tokens < 16; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     const int64_t generated = f.server->engine().metrics().total.generated_tokens;
+    ASSERT_EQ(generated, 16);
     const Reply b = post(f.port, "/v1/chat/completions", body);
     EXPECT_EQ(b.headers.at("X-Ponder-Cache"), "hit");
     const json cached = b.j();

@@ -35,7 +35,12 @@ assert.equal(reasoning, msg.reasoning_content ?? '');
 assert.equal(content, msg.content);
 assert.equal(finish, 'length');
 assert.equal(usage.completion_tokens, 20);
-assert.ok(usage.prompt_tokens_details.cached_tokens > 0, 'the second identical prompt reuses the prefix');
+assert.ok(usage.prompt_tokens_details.cached_tokens > 0, 'the second identical prompt reuses the prefix (or the whole answer)');
+
+// The same greedy request again is answered from the response cache, identically.
+const again = await client.chat.completions.create({ model, messages, max_tokens: 20, temperature: 0 });
+assert.equal(again.usage.response_cached, true);
+assert.deepEqual(again.choices, whole.choices);
 
 const comp = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
 assert.equal(comp.object, 'text_completion');
