@@ -70,6 +70,13 @@ int run_serve(int argc, char** argv) {
   std::string cache_dir = default_cache_dir();
   int64_t cache_mib = 256;
   bool no_cache = false;
+  std::string cache_match = "exact";
+  app.add_option("--cache-match", cache_match,
+                 "how a question matches a cached one: exact (the same prompt tokens), normalized (case and "
+                 "whitespace runs ignored), similar (the same content words whatever their order, case, "
+                 "punctuation and filler words, Jaccard >= 0.9, never a changed number or negation)")
+      ->check(CLI::IsMember({"exact", "normalized", "similar"}))
+      ->capture_default_str();
   app.add_option("--cache-dir", cache_dir, "where the response cache's SQLite file lives ('' keeps it in memory)")->capture_default_str();
   app.add_option("--cache-size", cache_mib, "response cache size in MiB (on disk; memory holds a quarter)")->capture_default_str();
   app.add_flag("--no-response-cache", no_cache,
@@ -112,6 +119,9 @@ int run_serve(int argc, char** argv) {
   config.response_cache = !no_cache;
   config.cache_dir = cache_dir;
   config.cache_bytes = std::max<int64_t>(cache_mib, 1) << 20;
+  config.cache_match = cache_match == "similar"      ? server::CacheMatch::kSimilar
+                       : cache_match == "normalized" ? server::CacheMatch::kNormalized
+                                                     : server::CacheMatch::kExact;
   config.fingerprint = model_fingerprint(s.file);
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;

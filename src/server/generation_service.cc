@@ -57,12 +57,30 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
   auto post = ctx.post;
-  std::string key;
+  std::string key, context, question;
   if (ctx.cache != nullptr && g.cache) {
     key = response_cache_key(ctx.fingerprint, req, g.seed_given, ctx.flash_attention, ctx.engine.config().context_shift);
+    const bool text = g.chat ? !g.messages.empty() && g.messages.back().role == "user" : g.prompt_tokens.empty();
+    if (!key.empty() && ctx.cache->match() != CacheMatch::kExact && text) {
+      // Everything but the question in `context` (earlier messages normalized); the question apart.
+      EngineRequest no_prompt = req;
+      no_prompt.prompt.clear();
+      no_prompt.sink = nullptr;
+      std::string earlier;
+      const size_t n_earlier = g.chat ? g.messages.size() - 1 : 0;
+      for (size_t i = 0; i < n_earlier; ++i) earlier += g.messages[i].role + ": " + normalize_question(g.messages[i].content) + "\n";
+      context = cache_hash(response_cache_key(ctx.fingerprint, no_prompt, g.seed_given, ctx.flash_attention,
+                                              ctx.engine.config().context_shift) + "\n" + earlier);
+      question = g.chat ? g.messages.back().content : g.prompt;
+      key = cache_hash(context + "\n" + normalize_question(question));
+    }
   }
   if (!key.empty()) {
-    if (auto events = ctx.cache->lookup(key)) {
+    std::optional<std::vector<EngineEvent>> events = ctx.cache->lookup(key);
+    if (!events && ctx.cache->match() == CacheMatch::kSimilar && !context.empty()) {
+      events = ctx.cache->lookup_similar(context, question, &out->cache_question);
+    }
+    if (events) {
       // A hit replays the stored events through the same path as a fresh answer.
       for (EngineEvent& ev : *events) {
         if (ev.kind == EngineEvent::Kind::kDone) {
@@ -85,14 +103,14 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     auto rec = std::make_shared<Recording>();
     rec->left = g.n;
     ResponseCache* cache = ctx.cache;
-    on_event = [on_event = std::move(on_event), rec, cache, key](EngineEvent&& ev) {
+    on_event = [on_event = std::move(on_event), rec, cache, key, context, question](EngineEvent&& ev) {
       rec->events.push_back(ev);
       if (ev.kind == EngineEvent::Kind::kDone) {
         // An answer forced by "answer now" is not what the request asks for: never stored. (A budget
         // is part of the key, so a budget's cut answer is.)
         const bool clicked = ev.stats.thinking_cut_on_request;
         rec->storable &= ev.error.empty() && !clicked && (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
-        if (--rec->left == 0 && rec->storable) cache->store(key, rec->events);
+        if (--rec->left == 0 && rec->storable) cache->store(key, rec->events, context, question);
       }
       on_event(std::move(ev));
     };

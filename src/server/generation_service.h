@@ -20,6 +20,7 @@ struct Submission {
   uint64_t id = 0;
   int32_t n_prompt = 0;
   const char* cache = "off";  // the response cache: "hit" (replayed, no engine work), "miss", "off"
+  std::string cache_question;  // --cache-match similar: the cached question that matched
 };
 
 // The prompt's tokens, or the error to answer with.

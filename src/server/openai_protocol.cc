@@ -260,6 +260,7 @@ json Usage::to_json() const {
             {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
             {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
   if (response_cached) u["response_cached"] = true;
+  if (!response_cached_question.empty()) u["response_cached_question"] = response_cached_question;
   return u;
 }
 

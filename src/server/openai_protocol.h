@@ -34,6 +34,7 @@ struct Usage {
   int64_t completion_tokens = 0;
   int64_t reasoning_tokens = 0;
   bool response_cached = false;  // replayed from the response cache (Ponder's field)
+  std::string response_cached_question;  // --cache-match similar: the question it was cached for
   nlohmann::json to_json() const;
 };
 

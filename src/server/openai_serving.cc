@@ -47,6 +47,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       return reply_error(*r_, *e);
     }
     r_->add_header("X-Ponder-Cache", sub.cache);
+    matched_question_ = sub.cache_question;
     if (std::string(sub.cache) != "hit") {
       ctx_.active[id_] = sub.id;
       registered_ = true;
@@ -169,6 +170,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     u.prompt_tokens = choices_[0].stats.n_prompt;
     u.cached_tokens = choices_[0].stats.n_reused;
     u.response_cached = choices_[0].stats.from_response_cache;
+    u.response_cached_question = matched_question_;
     for (const Choice& c : choices_) {
       u.completion_tokens += c.stats.n_gen;
       u.reasoning_tokens += c.stats.n_reasoning;
@@ -227,6 +229,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   int64_t created_ = 0;
   int32_t n_done_ = 0;
   bool registered_ = false;
+  std::string matched_question_;  // similar match: the cached question answered instead
   bool any_token_ = false;
   std::string error_;
 };

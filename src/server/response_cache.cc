@@ -25,7 +25,9 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string hex_hash(const std::string& s) {
+}  // namespace
+
+std::string cache_hash(const std::string& s) {
   uint64_t a = 14695981039346656037ull, b = 0x9e3779b97f4a7c15ull;
   for (unsigned char c : s) {
     a = (a ^ c) * 1099511628211ull;
@@ -33,6 +35,8 @@ std::string hex_hash(const std::string& s) {
   }
   return fmt::format("{:016x}{:016x}", a, b);
 }
+
+namespace {
 
 bool exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
 
@@ -49,7 +53,7 @@ std::string response_cache_key(const std::string& fingerprint, const EngineReque
   json bias = json::array();
   for (const auto& [id, b] : s.logit_bias) bias.push_back({id, std::isinf(b) ? -1e30 : b});
   k.push_back(bias);
-  return hex_hash(k.dump());
+  return cache_hash(k.dump());
 }
 
 std::string encode_events(const std::vector<EngineEvent>& events) {
@@ -133,7 +137,8 @@ bool ResponseCache::open_disk() {
   const bool ok = exec(db_, "PRAGMA journal_mode=WAL") && exec(db_, "PRAGMA synchronous=NORMAL") &&
                   exec(db_, "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, body TEXT NOT NULL, "
                             "bytes INTEGER NOT NULL, last_used INTEGER NOT NULL)") &&
-                  exec(db_, "CREATE INDEX IF NOT EXISTS answers_by_use ON answers(last_used)");
+                  exec(db_, "CREATE INDEX IF NOT EXISTS answers_by_use ON answers(last_used)") &&
+                  exec(db_, "CREATE VIRTUAL TABLE IF NOT EXISTS questions USING fts5(key UNINDEXED, context UNINDEXED, question)");
   sqlite3_stmt* st = nullptr;
   bool healthy = ok && sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
                  sqlite3_step(st) == SQLITE_ROW &&
@@ -223,7 +228,7 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
     if (!body.empty()) {
       remember(key, body);
-      pending_.emplace_back(key, "");  // touch: last_used moves on
+      pending_.push_back({key, "", "", ""});  // touch: last_used moves on
       queued_++;
       cv_.notify_one();
     }
@@ -237,13 +242,14 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
   return events;
 }
 
-void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events) {
+void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events, const std::string& context,
+                          const std::string& question) {
   std::string body = encode_events(events);
   std::lock_guard<std::mutex> lock(mu_);
   remember(key, body);
   stats_.stores++;
   if (!disk_ok_) return;
-  pending_.emplace_back(key, std::move(body));
+  pending_.push_back({key, std::move(body), config_.match == CacheMatch::kSimilar ? context : "", question});
   queued_++;
   cv_.notify_one();
 }
@@ -259,8 +265,10 @@ void ResponseCache::writer_loop() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
     if (pending_.empty() && stop_) return;
-    auto [key, body] = std::move(pending_.front());
+    Write w = std::move(pending_.front());
     pending_.pop_front();
+    const std::string& key = w.key;
+    const std::string& body = w.body;
     if (disk_ok_) {
       sqlite3_stmt* st = nullptr;
       const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
@@ -276,6 +284,17 @@ void ResponseCache::writer_loop() {
         rc = sqlite3_step(st);
       }
       sqlite3_finalize(st);
+      if (rc == SQLITE_DONE && !w.context.empty()) {
+        sqlite3_stmt* q = nullptr;
+        rc = sqlite3_prepare_v2(db_, "INSERT INTO questions (key, context, question) VALUES (?1, ?2, ?3)", -1, &q, nullptr);
+        if (rc == SQLITE_OK) {
+          sqlite3_bind_text(q, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+          sqlite3_bind_text(q, 2, w.context.c_str(), -1, SQLITE_TRANSIENT);
+          sqlite3_bind_text(q, 3, w.question.c_str(), -1, SQLITE_TRANSIENT);
+          rc = sqlite3_step(q);
+        }
+        sqlite3_finalize(q);
+      }
       if (rc != SQLITE_DONE) {
         disk_failed("a write", rc);
       } else if (!body.empty()) {
@@ -293,6 +312,42 @@ void ResponseCache::writer_loop() {
     written_++;
     flushed_cv_.notify_all();
   }
+}
+
+std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std::string& context, const std::string& question,
+                                                                      std::string* matched) {
+  std::string best_key, best_question;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!disk_ok_) return std::nullopt;
+    // FTS5 finds the candidates sharing a word; the similarity rule decides.
+    std::string query;
+    for (const std::string& w : question_words(question)) query += (query.empty() ? "\"" : " OR \"") + w + "\"";
+    if (query.empty()) return std::nullopt;
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db_, "SELECT key, question FROM questions WHERE questions MATCH ?1 AND context = ?2 LIMIT 64", -1, &st, nullptr);
+    double best = 0;
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, query.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 2, context.c_str(), -1, SQLITE_TRANSIENT);
+      while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const std::string k = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        const std::string q = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+        const QuestionSimilarity sim = compare_questions(question, q);
+        if (sim.accepted() && sim.jaccard > best) {
+          best = sim.jaccard;
+          best_key = k;
+          best_question = q;
+        }
+      }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) disk_failed("a similar-question search", rc);
+  }
+  if (best_key.empty()) return std::nullopt;
+  auto events = lookup(best_key);
+  if (events) *matched = best_question;
+  return events;
 }
 
 ResponseCacheStats ResponseCache::stats() const {

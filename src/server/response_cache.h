@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/request.h"
+#include "server/question_match.h"
 
 struct sqlite3;
 
@@ -31,6 +32,7 @@ namespace ponder::server {
 struct ResponseCacheConfig {
   std::string dir;                 // the SQLite file lives here; "" = memory only
   int64_t max_bytes = 256ll << 20; // on disk; memory holds at most a quarter of it
+  CacheMatch match = CacheMatch::kExact;  // --cache-match; similar needs the disk (FTS5)
 };
 
 struct ResponseCacheStats {
@@ -46,7 +48,14 @@ class ResponseCache {
   ResponseCache& operator=(const ResponseCache&) = delete;
 
   std::optional<std::vector<EngineEvent>> lookup(const std::string& key);
-  void store(const std::string& key, const std::vector<EngineEvent>& events);
+  // --cache-match similar: the stored answer of the most similar question asked in the same
+  // context (everything but the question equal), if one is accepted; *matched gets its text.
+  std::optional<std::vector<EngineEvent>> lookup_similar(const std::string& context, const std::string& question,
+                                                         std::string* matched);
+  // question/context: recorded for similar matching (ignored in the other modes).
+  void store(const std::string& key, const std::vector<EngineEvent>& events, const std::string& context = "",
+             const std::string& question = "");
+  CacheMatch match() const { return config_.match; }
   void flush();  // returns once every store() so far is on disk
   ResponseCacheStats stats() const;
   std::string path() const { return path_; }
@@ -72,7 +81,10 @@ class ResponseCache {
   std::unordered_map<std::string, Entry> memory_;
   int64_t memory_bytes_ = 0;
   ResponseCacheStats stats_;
-  std::deque<std::pair<std::string, std::string>> pending_;  // (key, body) to write
+  struct Write {
+    std::string key, body, context, question;  // body "": only touch last_used
+  };
+  std::deque<Write> pending_;
   int64_t written_ = 0, queued_ = 0;
   std::condition_variable cv_, flushed_cv_;
   bool stop_ = false;
@@ -83,6 +95,9 @@ class ResponseCache {
 // seed the client chose) and must not be cached.
 std::string response_cache_key(const std::string& model_fingerprint, const EngineRequest& request,
                                bool seed_given, bool flash_attention, bool context_shift);
+
+// 128-bit hash as 32 hex digits (keys).
+std::string cache_hash(const std::string& s);
 
 // Events <-> the stored text.
 std::string encode_events(const std::vector<EngineEvent>& events);

@@ -16,7 +16,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   http_ = std::make_unique<HttpServer>(config_.limits, [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
     router_->handle(std::move(req), std::move(r));
   });
-  if (config_.response_cache) cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes});
+  if (config_.response_cache) cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes, config_.cache_match});
   engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
   ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
   ctx_->model_name = config_.model_name;

@@ -31,6 +31,7 @@ struct ServerConfig {
   bool response_cache = true;
   std::string cache_dir;
   int64_t cache_bytes = 256ll << 20;
+  CacheMatch cache_match = CacheMatch::kExact;
   std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
   double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
   std::string reasoning_field = "reasoning_content";  // or "reasoning" (vLLM's newer name)

@@ -549,6 +549,31 @@ TEST(ServerTest, SlowPrefillsSendKeepAliveComments) {
   EXPECT_TRUE(collect(r.body).done);
 }
 
+// --cache-match: normalized ignores case and spacing; similar also takes reordered, reworded
+// (filler words) questions, says which cached question it answered, and refuses a changed number.
+TEST(ServerTest, CacheMatchNormalizedAndSimilar) {
+  ServerConfig c;
+  c.cache_dir = temp_dir("similar");
+  c.cache_match = CacheMatch::kSimilar;
+  Fixture f(c);
+  const json first = post(f.port, "/v1/chat/completions", chat("What is the capital of France?", 8)).j();
+  f.server->cache()->flush();
+  const Reply norm = post(f.port, "/v1/chat/completions", chat("  what IS the capital of   france?", 8));
+  EXPECT_EQ(norm.headers.at("X-Ponder-Cache"), "hit");
+  EXPECT_EQ(norm.j()["choices"], first["choices"]);
+  const Reply sim = post(f.port, "/v1/chat/completions", chat("Please tell me, the capital of France is what?", 8));
+  EXPECT_EQ(sim.headers.at("X-Ponder-Cache"), "hit");
+  EXPECT_EQ(sim.j()["usage"]["response_cached_question"], "What is the capital of France?");
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("What is the capital of Spain?", 8)).headers.at("X-Ponder-Cache"), "miss");
+  const json sum = post(f.port, "/v1/chat/completions", chat("What is 2+2?", 8)).j();
+  f.server->cache()->flush();
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("What is 2+3?", 8)).headers.at("X-Ponder-Cache"), "miss");
+  // Another system prompt is another context: no match.
+  json other = chat("What is the capital of France?", 8);
+  other["messages"].insert(other["messages"].begin(), json{{"role", "system"}, {"content", "Answer in French."}});
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", other).headers.at("X-Ponder-Cache"), "miss");
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));
