@@ -148,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = true;
     stream_.expires_after(ms(limits_.write_timeout_s));
     net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->closed_) return;  // closed meanwhile (the client left): nothing more to write
       if (ec) return self->disconnected();
       self->out_.pop_front();
       self->write_next();
@@ -182,8 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     if (closed_) return;
-    closed_ = true;
-    out_.clear();
+    closed_ = true;  // out_ stays: a write in flight still points into its front
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
