@@ -155,7 +155,7 @@ Expected<GenerateStats> run_request(
       EngineEvent ev = std::move(events.front());
       events.pop_front();
       lock.unlock();
-      on_text(ev.reasoning, ev.content);
+      if (ev.kind != EngineEvent::Kind::kProgress) on_text(ev.reasoning, ev.content);
       if (ev.kind == EngineEvent::Kind::kDone) {
         if (!ev.error.empty()) return Status::error(ev.error);
         return std::move(ev.stats);

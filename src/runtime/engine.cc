@@ -51,6 +51,7 @@ struct Engine::RequestState {
   int32_t choices_left = 1;
   int32_t n_logprobs = -1;
   bool prefill_only = false;
+  bool report_progress = false;
 };
 
 struct Engine::SeqState {
@@ -182,6 +183,7 @@ void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
     rs->choices_left = req.n_choices;
     rs->n_logprobs = req.n_logprobs;
     rs->prefill_only = req.prefill_only;
+    rs->report_progress = req.report_progress;
     uint64_t leader = 0;
     for (int32_t c = 0; c < req.n_choices; ++c) {
       auto seq = std::make_unique<Sequence>();
@@ -379,6 +381,20 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     for (const StepChunk& c : plan.chunks) ids.push_back(c.seq->id);
     for (uint64_t id : ids) finish(id, "error", st.message());
     return;
+  }
+  for (const StepChunk& c : plan.chunks) {  // progress of the prompts this step worked on
+    if (c.begin >= c.seq->n_prompt) continue;
+    SeqState& ps = *seqs_.at(c.seq->id);
+    const RequestState& rs = *requests_.at(ps.request);
+    if (!rs.report_progress || ps.choice != 0 || !rs.sink) continue;
+    EngineEvent ev;
+    ev.kind = EngineEvent::Kind::kProgress;
+    ev.request = ps.request;
+    ev.prompt_done = std::min(c.end, c.seq->n_prompt);
+    ev.stats.n_prompt = c.seq->n_prompt;
+    ev.stats.n_reused = c.seq->n_cached;
+    ev.stats.prompt_s = ps.since_submit.seconds() - ps.stats.queue_s;
+    rs.sink(std::move(ev));
   }
   for (uint64_t id : scheduler_.complete(plan)) finish(id, "stop");
 

@@ -36,10 +36,15 @@ struct Stream {
   std::map<int32_t, Choice> choices;
   int32_t n_done = 0;
   int32_t first_tokens = 0;  // events seen, for "cancel after k tokens"
+  std::vector<int32_t> progress;  // kProgress: prompt positions done
 
   EventSink sink() {
     return [this](EngineEvent&& ev) {
       std::lock_guard<std::mutex> lock(mu);
+      if (ev.kind == EngineEvent::Kind::kProgress) {
+        progress.push_back(ev.prompt_done);
+        return;
+      }
       Choice& c = choices[ev.choice];
       c.reasoning += ev.reasoning;
       c.content += ev.content;
@@ -348,6 +353,29 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
   EXPECT_EQ(full.stats.finish_reason, "length");
   EXPECT_EQ(engine.metrics().total.requests_rejected, 4);
   expect_clean(engine);
+}
+
+// Progress while a prompt is processed in chunks: rising, ending at the prompt's length, and the
+// same tokens as without it.
+TEST(EngineTest, ProgressEventsFollowAChunkedPrompt) {
+  auto f = load("Q8_0");
+  Engine engine(*f->model, f->tokenizer, config(2048, 8, 64));  // 64 rows a step: 1,200 tokens in 19 steps
+  const std::vector<int32_t> prompt = long_prompt_of(f->tokenizer, 1200);
+  Stream::Choice a;
+  {
+    Engine other(*f->model, f->tokenizer, config(2048, 8, 64));  // (a cache of its own: not a prefix hit)
+    a = run_one(other, request(prompt, 4, 0, 0));
+  }
+  Stream s;
+  EngineRequest r = request(prompt, 4, 0, 0);
+  r.report_progress = true;
+  r.sink = s.sink();
+  ASSERT_TRUE(engine.submit(r).has_value());
+  s.wait();
+  ASSERT_GE(s.progress.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(s.progress.begin(), s.progress.end()));
+  EXPECT_EQ(s.progress.back(), static_cast<int32_t>(prompt.size()));
+  EXPECT_EQ(s.choices[0].tokens, a.tokens);
 }
 
 // R1's thinking cut short: by a reasoning budget (after exactly that many thinking tokens,

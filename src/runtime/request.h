@@ -62,7 +62,7 @@ struct TokenLogprob {
 };
 
 struct EngineEvent {
-  enum class Kind { kToken, kDone };
+  enum class Kind { kToken, kDone, kProgress };
   Kind kind = Kind::kToken;
   uint64_t request = 0;
   int32_t choice = 0;  // which of the request's n choices
@@ -73,6 +73,10 @@ struct EngineEvent {
   std::string content;
   float logprob = 0;                      // when logprobs were asked
   std::vector<TokenLogprob> top_logprobs;  // the most likely tokens, when asked
+  // kProgress (when the request asked for it): its prompt is being processed; stats.n_prompt and
+  // stats.n_reused say how big it is and how much came from the cache, prompt_done how much of
+  // it is computed, stats.prompt_s the time since it started.
+  int32_t prompt_done = 0;
   // kDone: usage, timings, finish reason; error is set when the request failed.
   GenerateStats stats;
   std::string error;
@@ -91,6 +95,7 @@ struct EngineRequest {
   // Prefill only: compute the prompt into the prefix cache and end (one kDone, no tokens), at
   // the back of the queue like any prompt. Chat clients warm the next turn's prefix with it.
   bool prefill_only = false;
+  bool report_progress = false;  // kProgress events while the prompt is processed (llama.cpp's return_progress)
   EventSink sink;
 };
 

@@ -32,6 +32,7 @@ struct GenerationRequest {
   int32_t n_logprobs = -1;      // -1 none, 0 the chosen token's, k: and the top k
   bool cache = true;            // may be answered from / stored in the response cache
   bool seed_given = false;      // the client chose the seed (else the server draws one)
+  bool return_progress = false; // llama.cpp's: prompt_progress chunks while the prompt is processed
   bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
   std::string user;
 };

@@ -13,6 +13,11 @@ uint64_t random_seed() {
 }
 }  // namespace
 
+nlohmann::json prompt_progress(const EngineEvent& ev) {
+  return {{"total", ev.stats.n_prompt}, {"cache", ev.stats.n_reused}, {"processed", ev.prompt_done},
+          {"time_ms", ev.stats.prompt_s * 1000}};
+}
+
 std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out) {
   if (g.chat) {
     auto segments = ctx.chat_template.render(g.messages, true);
@@ -56,6 +61,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   req.starts_in_thinking = g.chat && g.split_reasoning && ctx.r1();
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
+  req.report_progress = g.return_progress && g.stream;
   auto post = ctx.post;
   std::string key, context, question;
   if (ctx.cache != nullptr && g.cache) {
@@ -104,7 +110,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     rec->left = g.n;
     ResponseCache* cache = ctx.cache;
     on_event = [on_event = std::move(on_event), rec, cache, key, context, question](EngineEvent&& ev) {
-      rec->events.push_back(ev);
+      if (ev.kind != EngineEvent::Kind::kProgress) rec->events.push_back(ev);  // progress is not the answer
       if (ev.kind == EngineEvent::Kind::kDone) {
         // An answer forced by "answer now" is not what the request asks for: never stored. (A budget
         // is part of the key, so a budget's cut answer is.)

@@ -6,8 +6,11 @@
 // Depends on server/server_context.h, server/http_server.h, server/api_error.h.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "server/api_error.h"
@@ -26,8 +29,21 @@ struct Submission {
 // The prompt's tokens, or the error to answer with.
 std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out);
 
+// The prompt_progress object of llama.cpp for a kProgress event.
+nlohmann::json prompt_progress(const EngineEvent& ev);
+
 // Submits g; on_event runs on the I/O thread for every engine event of the request.
 std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g, Responder& r,
                                           std::function<void(EngineEvent&&)> on_event, Submission* out);
+
+// submit_generation for a job object: its on_event(EngineEvent&&) gets the events (the job stays
+// alive while they come), and the answer's X-Ponder-Cache header is set.
+template <typename Job>
+std::optional<ApiError> submit_job(ServerContext& ctx, const GenerationRequest& g, Responder& r,
+                                   const std::shared_ptr<Job>& job, Submission* sub) {
+  auto e = submit_generation(ctx, g, r, [job](EngineEvent&& ev) { job->on_event(std::move(ev)); }, sub);
+  if (!e) r.add_header("X-Ponder-Cache", sub->cache);
+  return e;
+}
 
 }  // namespace ponder::server

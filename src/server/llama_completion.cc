@@ -38,17 +38,20 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)) {}
 
   void start() {
-    auto self = shared_from_this();
     Submission sub;
-    if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
+    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
       return reply_error(*r_, *e);
     }
-    r_->add_header("X-Ponder-Cache", sub.cache);
     if (g_.stream) r_->start_stream(200, "text/event-stream");
   }
 
  private:
+ public:
+  // The engine's events for this request, on the I/O thread.
   void on_event(EngineEvent&& ev) {
+    if (ev.kind == EngineEvent::Kind::kProgress) {
+      return r_->write(sse_data(dump(json{{"content", ""}, {"stop", false}, {"prompt_progress", prompt_progress(ev)}})));
+    }
     const std::string text = ev.reasoning + ev.content;
     content_ += text;
     if (ev.kind == EngineEvent::Kind::kToken) {
@@ -83,6 +86,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
     r_->end();
   }
 
+ private:
   ServerContext& ctx_;
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;

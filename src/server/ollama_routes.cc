@@ -41,12 +41,10 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), chat_shape_(chat_shape), show_thinking_(show_thinking) {}
 
   void start() {
-    auto self = shared_from_this();
     Submission sub;
-    if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
+    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
       return ollama_error(*r_, e->status, e->message);
     }
-    r_->add_header("X-Ponder-Cache", sub.cache);
     if (g_.stream) r_->start_stream(200, "application/x-ndjson");
   }
 
@@ -64,7 +62,10 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
     return j;
   }
 
+ public:
+  // The engine's events for this request, on the I/O thread.
   void on_event(EngineEvent&& ev) {
+    if (ev.kind == EngineEvent::Kind::kProgress) return;  // Ollama has no progress lines
     thinking_ += ev.reasoning;
     content_ += ev.content;
     if (ev.kind == EngineEvent::Kind::kToken) {
@@ -92,6 +93,7 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
     r_->end();
   }
 
+ private:
   ServerContext& ctx_;
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;

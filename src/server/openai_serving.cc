@@ -41,12 +41,10 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   }
 
   void start() {
-    auto self = shared_from_this();
     Submission sub;
-    if (auto e = submit_generation(ctx_, g_, *r_, [self](EngineEvent&& ev) { self->on_event(std::move(ev)); }, &sub)) {
+    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
       return reply_error(*r_, *e);
     }
-    r_->add_header("X-Ponder-Cache", sub.cache);
     matched_question_ = sub.cache_question;
     if (std::string(sub.cache) != "hit") {
       ctx_.active[id_] = sub.id;
@@ -128,7 +126,15 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     r_->write(sse_data(dump(chunk(choice))));
   }
 
+ public:
+  // The engine's events for this request, on the I/O thread.
   void on_event(EngineEvent&& ev) {
+    if (ev.kind == EngineEvent::Kind::kProgress) {  // llama.cpp's return_progress, streams only
+      json c = chunk(json::object());
+      c["choices"] = json::array();
+      c["prompt_progress"] = prompt_progress(ev);
+      return r_->write(sse_data(dump(c)));
+    }
     const int32_t index = ev.choice;
     Choice& c = choices_[static_cast<size_t>(index)];
     if (!g_.split_reasoning || !g_.chat) {  // all of it is the answer
@@ -165,6 +171,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     if (++n_done_ == g_.n) finish();
   }
 
+ private:
   Usage usage() const {
     Usage u;
     u.prompt_tokens = choices_[0].stats.n_prompt;

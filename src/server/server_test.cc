@@ -574,6 +574,36 @@ TEST(ServerTest, CacheMatchNormalizedAndSimilar) {
   EXPECT_EQ(post(f.port, "/v1/chat/completions", other).headers.at("X-Ponder-Cache"), "miss");
 }
 
+// llama.cpp's return_progress: prompt_progress chunks before the first token, in both families.
+TEST(ServerTest, ReturnProgressStreamsPromptProgress) {
+  ServerConfig c;
+  c.engine.max_batch = 32;
+  c.response_cache = false;
+  Fixture f(c);
+  std::string long_text;
+  for (int i = 0; i < 200; ++i) long_text += "word" + std::to_string(i) + " ";
+  json b = chat(long_text, 2, true);
+  b["return_progress"] = true;
+  const Reply r = post(f.port, "/v1/chat/completions", b);
+  json last_progress;
+  int n_progress = 0;
+  for (const std::string& e : sse_events(r.body)) {
+    if (e == "[DONE]") continue;
+    const json j = json::parse(e);
+    if (j.contains("prompt_progress")) {
+      last_progress = j["prompt_progress"];
+      n_progress++;
+    }
+  }
+  EXPECT_GE(n_progress, 2);
+  EXPECT_EQ(last_progress["processed"], last_progress["total"]);
+  EXPECT_TRUE(collect(r.body).done);
+  const Reply lc = post(f.port, "/completion", {{"prompt", long_text}, {"n_predict", 2}, {"stream", true}, {"return_progress", true}});
+  EXPECT_NE(lc.body.find("\"prompt_progress\""), std::string::npos);
+  const Reply none = post(f.port, "/v1/chat/completions", chat(long_text + "x", 2, true));
+  EXPECT_EQ(none.body.find("prompt_progress"), std::string::npos);  // only when asked
+}
+
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
   EXPECT_TRUE(f.server->drain(5));
