@@ -34,8 +34,9 @@ bool is_loopback(const std::string& host) {
 }
 
 int run_serve(int argc, char** argv) {
-  CLI::App app{"Serve the model over HTTP: OpenAI (/v1/chat/completions, /v1/completions, /v1/models) and "
-               "llama.cpp (/health, /tokenize, /detokenize, /props, /metrics) APIs"};
+  CLI::App app{"Serve the model over HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, /v1/models, "
+               "/v1/answer_now), llama.cpp (/health, /completion, /tokenize, /detokenize, /props, /slots, /metrics) "
+               "and Ollama (/api/chat, /api/generate, /api/tags, /api/ps, /api/show, /api/version) APIs"};
   GenerationFlags flags;
   flags.add_to(app);
   server::ServerConfig config;
@@ -152,6 +153,6 @@ int run_serve(int argc, char** argv) {
 
 }  // namespace
 
-PONDER_COMMAND("serve", "serve the model over HTTP (OpenAI and llama.cpp APIs)", run_serve);
+PONDER_COMMAND("serve", "serve the model over HTTP (OpenAI, llama.cpp and Ollama APIs)", run_serve);
 
 }  // namespace ponder::cli
