@@ -158,11 +158,13 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
   return id;
 }
 
-bool Engine::cancel(uint64_t request) {
+bool Engine::cancel(uint64_t request) { return push_if_live(&cancels_, request); }
+
+bool Engine::push_if_live(std::vector<uint64_t>* queue, uint64_t request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!live_.count(request)) return false;
-    cancels_.push_back(request);
+    queue->push_back(request);
   }
   cv_.notify_one();
   return true;
@@ -316,15 +318,7 @@ void Engine::force_end_of_thinking(SeqState& st, bool on_request) {
   st.stats.thinking_cut_on_request = on_request;
 }
 
-bool Engine::end_thinking(uint64_t request) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!live_.count(request)) return false;
-    end_thinking_.push_back(request);
-  }
-  cv_.notify_one();
-  return true;
-}
+bool Engine::end_thinking(uint64_t request) { return push_if_live(&end_thinking_, request); }
 
 void Engine::shift_context(SeqState& st, Sequence& seq) {
   ContextShift cs;

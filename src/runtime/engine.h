@@ -76,7 +76,9 @@ class Engine {
   struct RequestState;
   void loop();
   void shift_context(SeqState& st, Sequence& seq);
-  void force_end_of_thinking(SeqState& st, bool on_request);  // queue "</think>\n\n" unless already answering  // the context is full: shift, or end it
+  void force_end_of_thinking(SeqState& st, bool on_request);
+  // Queues a request id for the engine thread (cancels_, end_thinking_); false if it is not live.
+  bool push_if_live(std::vector<uint64_t>* queue, uint64_t request);  // queue "</think>\n\n" unless already answering  // the context is full: shift, or end it
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;

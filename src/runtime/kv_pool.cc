@@ -224,10 +224,8 @@ bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop, std:
       out.push_back(nb);
     } else {
       const int32_t filled = old.n_filled;
-      const std::vector<int32_t> tokens = old.tokens;
-      forget(b);  // out of the maps: its keys will not match its hash once re-rotated
+      forget(b);  // out of the maps (its keys will not match its hash once re-rotated); tokens stay
       old.n_filled = filled;
-      old.tokens = tokens;
       old.is_private = true;
       out.push_back(b);
     }

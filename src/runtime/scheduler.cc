@@ -212,7 +212,6 @@ bool Scheduler::shift_context(Sequence* s, int32_t n_keep, ContextShift* out) {
   s->n_computed = n - drop;
   if (s->n_prompt > keep) s->n_prompt = std::max(keep, s->n_prompt - drop);
   s->findable_end = std::min(s->findable_end, keep);
-  s->n_shifts++;
   for (int32_t idx : moved) {
     out->blocks.push_back(s->blocks[static_cast<size_t>(idx)]);
     out->n_slots.push_back(std::min(kKvBlockSize, s->n_computed - idx * kKvBlockSize));

@@ -40,7 +40,6 @@ struct Sequence {
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
   int32_t findable_end = INT32_MAX;  // positions past a context shift's kept start: never cached
-  int32_t n_shifts = 0;
   std::vector<int32_t> blocks;  // the block table
 
   int32_t pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "base/hash128.h"
 #include "base/log.h"
 
 namespace ponder::server {
@@ -28,12 +29,9 @@ int64_t unix_now() {
 }  // namespace
 
 std::string cache_hash(const std::string& s) {
-  uint64_t a = 14695981039346656037ull, b = 0x9e3779b97f4a7c15ull;
-  for (unsigned char c : s) {
-    a = (a ^ c) * 1099511628211ull;
-    b = (b ^ c) * 0x100000001b3ull + 0x632be59bd9b4e019ull;
-  }
-  return fmt::format("{:016x}{:016x}", a, b);
+  Hash128 h;
+  h.add(s);
+  return h.hex();
 }
 
 namespace {
@@ -149,14 +147,7 @@ bool ResponseCache::open_disk() {
     const std::string msg = sqlite3_errmsg(db_);
     close_disk();
     stats_.errors++;
-    if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_) {
-      rebuilt_once_ = true;
-      const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
-      log_warn("response cache: {} is damaged ({}); moved aside to {} and rebuilt", path_, msg, aside);
-      std::filesystem::rename(path_, aside, ec);
-      for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
-      return open_disk();
-    }
+    if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_) return move_aside_and_reopen(msg);
     log_warn("response cache: {} is unusable ({}); answers are cached in memory only", path_, msg);
     return false;
   }
@@ -165,6 +156,16 @@ bool ResponseCache::open_disk() {
   }
   sqlite3_finalize(st);
   return true;
+}
+
+bool ResponseCache::move_aside_and_reopen(const std::string& why) {
+  rebuilt_once_ = true;
+  std::error_code ec;
+  const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
+  log_warn("response cache: {} is damaged ({}); moved aside to {} and rebuilt", path_, why, aside);
+  std::filesystem::rename(path_, aside, ec);
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
+  return open_disk();
 }
 
 void ResponseCache::close_disk() {
@@ -177,16 +178,7 @@ void ResponseCache::disk_failed(const std::string& what, int rc) {
   log_warn("response cache: {} failed: {}", what, sqlite3_errstr(rc));
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return;  // another writer: skip this one, keep going
   close_disk();
-  disk_ok_ = false;
-  if ((rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) && !rebuilt_once_) {
-    rebuilt_once_ = true;
-    std::error_code ec;
-    const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
-    log_warn("response cache: moving the damaged {} aside to {} and rebuilding", path_, aside);
-    std::filesystem::rename(path_, aside, ec);
-    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
-    disk_ok_ = open_disk();
-  }
+  disk_ok_ = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) && !rebuilt_once_ && move_aside_and_reopen(sqlite3_errstr(rc));
   if (!disk_ok_) log_warn("response cache: the disk cache is off; answers are cached in memory only");
 }
 

@@ -64,6 +64,7 @@ class ResponseCache {
   bool open_disk();
   void close_disk();
   void disk_failed(const std::string& what, int rc);  // corrupt: move aside, rebuild; else off
+  bool move_aside_and_reopen(const std::string& why);  // once per process
   void writer_loop();
   void remember(const std::string& key, std::string body);  // into the memory LRU (mu_ held)
 
