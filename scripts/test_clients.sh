@@ -29,7 +29,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/models") ; [ "$code" = 40
 code=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$URL/v1/chat/completions" -d '{') ; [ "$code" = 400 ] || fail "bad JSON gave $code"
 curl -sf "$URL/health" | grep -q '"ok"' || fail "health"
 # Another address than loopback without a key is refused before anything is loaded.
-if "$BUILD/ponder" serve -m "$MODEL" --host 0.0.0.0 --port 0 > /dev/null 2> "$LOG.refused"; then fail "--host 0.0.0.0 without a key was accepted"; fi
+if timeout 10 "$BUILD/ponder" serve -m "$MODEL" --host 0.0.0.0 --port 0 > /dev/null 2> "$LOG.refused"; then fail "--host 0.0.0.0 without a key was accepted"; fi
 grep -q -- "--api-key" "$LOG.refused" || fail "the refusal does not name --api-key"
 rm -f "$LOG.refused"
 echo "curl: all checks passed"
