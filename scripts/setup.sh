@@ -7,6 +7,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev
   libboost-dev libsqlite3-dev curl
+  chromium fonts-dejavu-core
   python3 python3-jinja2
 )
 
@@ -25,8 +26,17 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   installed "$p" || missing+=("$p:$NATIVE")
 done
+web_deps() {
+  # The page's libraries and build tools (web/package-lock.json), bundled into the binary.
+  if [ ! -d web/node_modules/esbuild ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    echo "setup: npm ci in web/"
+    npm ci --silent --no-audit --no-fund --prefix web
+  fi
+}
+cd "$(dirname "$0")/.."
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
+  web_deps
   exit 0
 fi
 
@@ -36,3 +46,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+web_deps

@@ -71,7 +71,7 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     HttpHeaders h;
     if (cors_ok) {
       h = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
-           {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key"},
+           {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Conversation-Id"},
            {"Access-Control-Max-Age", "600"}};
     }
     r->send(204, "", "", h);

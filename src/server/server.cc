@@ -7,6 +7,7 @@
 #include "server/llama_routes.h"
 #include "server/ollama_routes.h"
 #include "server/openai_serving.h"
+#include "server/web_routes.h"
 
 namespace ponder::server {
 
@@ -34,6 +35,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);
   add_ollama_routes(*router_, *ctx_);
+  add_web_routes(*router_);
 }
 
 Server::~Server() {
