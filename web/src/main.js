@@ -39,7 +39,11 @@ async function copyText(text) {
 
 // ---- server state ------------------------------------------------------------------------
 
+let bannerTimer = null;
 function showBanner(kind, text) {
+  clearTimeout(bannerTimer);
+  // Notes about one action (an import, a failed call) fade; the server's state stays shown.
+  if (text && kind === 'info') bannerTimer = setTimeout(() => showBanner(null, ''), 6000);
   ui.banner.hidden = !text;
   ui.banner.className = kind ? `banner-${kind}` : '';
   ui.banner.textContent = text ?? '';
@@ -273,7 +277,8 @@ function requestBody() {
   if (s.system.trim()) messages.push({ role: 'system', content: s.system });
   // Earlier answers go back without their thinking, as the chat template expects.
   for (const m of state.current.messages) {
-    if (m.role === 'user' || (m.role === 'assistant' && !m.error)) messages.push({ role: m.role, content: m.content });
+    // An answer stopped or failed before any text adds nothing to the conversation.
+    if (m.role === 'user' || (m.role === 'assistant' && !m.error && m.content)) messages.push({ role: m.role, content: m.content });
   }
   const body = { messages, stream: true, stream_options: { include_usage: true } };
   if (state.model) body.model = state.model;
@@ -453,6 +458,7 @@ document.addEventListener('keydown', (e) => {
   }
 });
 ui.stop.addEventListener('click', stop);
+ui.banner.addEventListener('click', () => { if (ui.banner.dataset.source !== 'health') showBanner(null, ''); });
 ui.answerNow.addEventListener('click', endThinking);
 $('new-chat').addEventListener('click', () => openConversation(store.newConversation()));
 ui.search.addEventListener('input', renderSidebar);

@@ -110,7 +110,7 @@ export function assistantView(msg, { copy, onRegenerate }) {
     }
     error.hidden = !msg.error;
     error.textContent = msg.error ?? '';
-    stats.textContent = live ? '' : statsText(msg.stats);
+    stats.textContent = live || msg.error ? '' : statsText(msg.stats);
     actions.hidden = live;
     root.classList.toggle('streaming', !!live);
   };

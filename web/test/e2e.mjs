@@ -152,6 +152,11 @@ test('the page is served compressed, cached and under a strict CSP', async () =>
 });
 
 test('a message streams: live thinking with its count, Answer now ends it, the answer follows', async () => {
+  // Greedy sampling: the tiny model's random weights then think past 3,000 tokens for these
+  // prompts, where a sampled run may close its thinking by chance before Answer now is clicked.
+  await page.click('#open-settings');
+  await page.fill('#settings-form [name=temperature]', '0');
+  await page.click('#settings-save');
   await sendMessage(page, 'Why is the sky blue?');
   await page.waitForSelector('.msg.user .bubble');
   assert.equal(await page.textContent('.msg.user .bubble'), 'Why is the sky blue?');
@@ -160,6 +165,9 @@ test('a message streams: live thinking with its count, Answer now ends it, the a
   assert.equal(await thinking.evaluate((d) => d.open), true, 'thinking is open while it streams');
   await until('thinking tokens', async () => Number((await thinking.locator('.think-meta').textContent()).split(' ')[0]) > 5);
   await shot(page, 'thinking-live');
+  await until('the Answer now button', () => page.isVisible('#answer-now')).catch((e) => {
+    throw new Error(`${e.message}; last request ${JSON.stringify(chatRequests.at(-1)?.body)}`);
+  });
   await page.click('#answer-now');
   await until('an answer', async () => (await lastAssistant(page).locator('.answer').textContent()).length > 0);
   assert.equal(await thinking.evaluate((d) => d.open), false, 'thinking folds when the answer starts');
@@ -364,7 +372,8 @@ test('hostile model output stays inert while it streams', async () => {
   await page.route('**/v1/chat/completions', (route) => route.fulfill({ status: 200, contentType: 'text/event-stream', body: sse }));
   await page.click('#new-chat');
   await sendMessage(page, 'hostile');
-  await until('idle', async () => (await page.isVisible('#send')) && (await page.locator('.msg.assistant .stats').count()) === 1);
+  await until('idle', async () => (await page.locator('.msg.assistant .stats').count()) === 1
+    && (await lastAssistant(page).locator('.stats').textContent()).length > 0);
   await page.unroute('**/v1/chat/completions');
   await assertInert(page);
   assert.ok((await lastAssistant(page).locator('.answer').textContent()).length > 0, 'the streamed answer is shown');
