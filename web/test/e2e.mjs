@@ -188,6 +188,16 @@ test('a message streams: live thinking with its count, Answer now ends it, the a
   await shot(page, 'answered-light');
 });
 
+test('Shift+Enter is a new line, Enter sends', async () => {
+  const n = chatRequests.length;
+  await page.fill('#input', 'line one');
+  await page.press('#input', 'Shift+Enter');
+  await page.type('#input', 'line two');
+  assert.equal(await page.inputValue('#input'), 'line one\nline two');
+  assert.equal(chatRequests.length, n, 'Shift+Enter sent nothing');
+  await page.fill('#input', '');
+});
+
 test('the next turn sends earlier answers without their thinking', async () => {
   const reasoning = await lastAssistant(page).locator('.think-body').textContent();
   const answer = await page.evaluate(() => document.querySelector('.msg.assistant:last-of-type .answer').dataset.src);
