@@ -10,21 +10,34 @@
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
+#include "gguf/model_fingerprint.h"
 #include "model/attention.h"
 #include "quant/half.h"
 
 namespace ponder {
 
-Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, bool x16,
-                                                      int threads) {
+Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, bool x16, int threads,
+                                                      const X16CacheOptions& cache) {
   PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
   PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
   std::unique_ptr<Qwen2Model> model(new Qwen2Model(std::move(config), std::move(weights)));
   if (x16) {
     ThreadPool pool(threads > 0 ? threads : cpu_topology().default_threads());
-    model->x16_bytes_ = model->weights_.make_x16_copies(pool, file.is_mapped());
+    const std::string fingerprint = cache.dir.empty() ? "" : model_fingerprint(file);
+    Qwen2Weights::X16Result r = model->weights_.make_x16_copies(pool, file.is_mapped(), cache, fingerprint);
+    model->x16_bytes_ = r.bytes;
+    model->x16_from_cache_ = r.from_cache;
+    if (!r.write_path.empty()) {
+      model->x16_writer_ = std::thread([r, fingerprint] { x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes); });
+    }
   }
   return model;
+}
+
+Qwen2Model::~Qwen2Model() { wait_x16_cache_write(); }
+
+void Qwen2Model::wait_x16_cache_write() {
+  if (x16_writer_.joinable()) x16_writer_.join();
 }
 
 bool Qwen2Model::x16_default() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -17,6 +18,7 @@
 #include "model/kv_cache.h"
 #include "model/qwen2_config.h"
 #include "model/qwen2_weights.h"
+#include "model/x16_cache.h"
 
 namespace ponder {
 
@@ -26,8 +28,15 @@ class Qwen2Model {
   // environment sets PONDER_X16=0), matrices this CPU has x16 kernels for are copied into that
   // layout (kernels/interleave.h) using `threads` threads; without, every matrix product follows
   // llama.cpp's float order.
+  // The x16 copies come from the x16 cache (model/x16_cache.h) when it has this file, and are
+  // written to it in the background when it does not.
   static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file, bool x16 = x16_default(),
-                                                    int threads = 0);
+                                                    int threads = 0, const X16CacheOptions& cache = x16_cache_default());
+  ~Qwen2Model();  // waits for the x16 cache write
+  // Whether the x16 copies were read from the x16 cache.
+  bool x16_from_cache() const { return x16_from_cache_; }
+  // Waits until the x16 cache file is written (tests, benchmarks of the second start).
+  void wait_x16_cache_write();
   // False when PONDER_X16=0: the ggml-layout kernels and llama.cpp's float order everywhere.
   static bool x16_default();
   // Bytes of the x16 copies made at load.
@@ -63,6 +72,8 @@ class Qwen2Model {
   Qwen2Config config_;
   Qwen2Weights weights_;
   int64_t x16_bytes_ = 0;
+  bool x16_from_cache_ = false;
+  std::thread x16_writer_;  // writes the x16 cache file after a cold start
   bool flash_attn_ = false;  // attention_flash instead of attention_ggml_order
 
   // Activations, grown to the largest batch seen; no allocation in steady state.

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "base/hash128.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "cpu/numa_memory.h"
@@ -99,7 +100,8 @@ Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Confi
 
 namespace ponder {
 
-int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages) {
+Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages,
+                                                      const X16CacheOptions& cache, const std::string& fingerprint) {
   std::vector<WeightView*> views;
   std::vector<int64_t> offsets;  // of each copy in one region, 64-byte aligned
   int64_t total = 0;
@@ -115,13 +117,22 @@ int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages)
   for (Qwen2Layer& l : layers) {
     for (WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) consider(v);
   }
-  if (total == 0) return 0;
+  X16Result result;
+  if (total == 0) return result;
+  Hash128 layout;
+  layout.add("x16 layout 1");
+  for (size_t i = 0; i < views.size(); ++i) {
+    for (int64_t x : {static_cast<int64_t>(views[i]->type), views[i]->n_out, views[i]->n_in, offsets[i]}) {
+      layout.add_u64(static_cast<uint64_t>(x));
+    }
+  }
+  result.layout = layout.hex();
   // One region in 2 MiB pages where the kernel gives them: fewer page faults while copying and
   // fewer TLB misses while streaming the weights every token.
   constexpr int64_t kHuge = int64_t{2} << 20;
   const int64_t region_bytes = (total + kHuge - 1) / kHuge * kHuge;
   uint8_t* region = static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(region_bytes)));
-  if (region == nullptr) return 0;  // out of memory: the ggml-layout kernels it is
+  if (region == nullptr) return result;  // out of memory: the ggml-layout kernels it is
   madvise(region, static_cast<size_t>(region_bytes), MADV_HUGEPAGE);
   // With several NUMA nodes, the pages are spread over all of them before the copy touches them
   // (cpu/numa_memory.h): decode streams every weight each token, from every node's controller.
@@ -131,6 +142,21 @@ int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages)
     log_warn("could not interleave the x16 weights over {} NUMA nodes", topo.n_numa_nodes);
   }
   x16_storage_.emplace_back(region);
+  result.bytes = total;
+  result.region = region;
+  const bool use_cache = !cache.dir.empty() && !fingerprint.empty() && total >= cache.min_bytes;
+  const std::string path = use_cache ? x16_cache_path(cache, fingerprint, result.layout) : "";
+  if (use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool)) {
+    result.from_cache = true;
+    for (size_t i = 0; i < views.size(); ++i) {
+      WeightView* v = views[i];
+      v->x16 = region + offsets[i];
+      if (release_file_pages && !(tied_output && v == &output))
+        release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
+    }
+    return result;
+  }
+  result.write_path = path;
   // Matrix by matrix, each in parallel, its file pages dropped once copied: the peak resident
   // memory stays near the copies' size instead of twice it.
   for (size_t i = 0; i < views.size(); ++i) {
@@ -144,7 +170,7 @@ int64_t Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages)
     if (release_file_pages && !(tied_output && v == &output))
       release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
   }
-  return total;
+  return result;
 }
 
 }  // namespace ponder

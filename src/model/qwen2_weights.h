@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -13,6 +14,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 #include "model/qwen2_config.h"
+#include "model/x16_cache.h"
 
 namespace ponder {
 
@@ -43,8 +45,18 @@ struct Qwen2Weights {
   // Makes the x16 copy (kernels/interleave.h) of every matrix this CPU has an x16 kernel for, in
   // parallel on `pool`. With release_file_pages (weights in a memory-mapped file only) the copied
   // ranges of the file leave the process's resident memory (they stay in the page cache and come
-  // back if read). Returns the bytes copied.
-  int64_t make_x16_copies(ThreadPool& pool, bool release_file_pages);
+  // back if read). With a cache directory (model/x16_cache.h) the copies are read from the cache
+  // file of this model and layout when it is there and whole; else made, and `write_path` says
+  // where the caller should write them (x16_cache_write, in the background).
+  struct X16Result {
+    int64_t bytes = 0;        // of the copies
+    bool from_cache = false;  // read from the cache file
+    std::string write_path;   // made here: the cache file to write ("" = none)
+    std::string layout;       // the layout's identity, for the cache file
+    const uint8_t* region = nullptr;
+  };
+  X16Result make_x16_copies(ThreadPool& pool, bool release_file_pages, const X16CacheOptions& cache = {},
+                            const std::string& fingerprint = "");
 
  private:
   struct FreeDeleter {

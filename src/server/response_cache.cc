@@ -104,7 +104,7 @@ std::optional<std::vector<EngineEvent>> decode_events(const std::string& body) {
 ResponseCache::ResponseCache(ResponseCacheConfig config) : config_(std::move(config)) {
   if (!config_.dir.empty()) {
     path_ = (std::filesystem::path(config_.dir) / "responses.sqlite").string();
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> db(db_mu_);
     disk_ok_ = open_disk();
   }
   writer_ = std::thread([this] { writer_loop(); });
@@ -117,7 +117,7 @@ ResponseCache::~ResponseCache() {
   }
   cv_.notify_all();
   writer_.join();  // the loop writes everything queued before it returns
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> db(db_mu_);
   close_disk();
 }
 
@@ -128,7 +128,7 @@ bool ResponseCache::open_disk() {
   if (rc != SQLITE_OK) {
     log_warn("response cache: cannot open {}: {}; answers are cached in memory only", path_, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     close_disk();
-    stats_.errors++;
+    count_error();
     return false;
   }
   sqlite3_busy_timeout(db_, 200);
@@ -146,13 +146,15 @@ bool ResponseCache::open_disk() {
     const int err = sqlite3_errcode(db_);
     const std::string msg = sqlite3_errmsg(db_);
     close_disk();
-    stats_.errors++;
+    count_error();
     if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_) return move_aside_and_reopen(msg);
     log_warn("response cache: {} is unusable ({}); answers are cached in memory only", path_, msg);
     return false;
   }
   if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
-    stats_.entries_disk = sqlite3_column_int64(st, 0);
+    const int64_t n = sqlite3_column_int64(st, 0);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.entries_disk = n;
   }
   sqlite3_finalize(st);
   return true;
@@ -173,8 +175,13 @@ void ResponseCache::close_disk() {
   db_ = nullptr;
 }
 
-void ResponseCache::disk_failed(const std::string& what, int rc) {
+void ResponseCache::count_error() {
+  std::lock_guard<std::mutex> lock(mu_);
   stats_.errors++;
+}
+
+void ResponseCache::disk_failed(const std::string& what, int rc) {
+  count_error();
   log_warn("response cache: {} failed: {}", what, sqlite3_errstr(rc));
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return;  // another writer: skip this one, keep going
   close_disk();
@@ -203,14 +210,18 @@ void ResponseCache::remember(const std::string& key, std::string body) {
 }
 
 std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string& key) {
-  std::unique_lock<std::mutex> lock(mu_);
   std::string body;
-  if (auto it = memory_.find(key); it != memory_.end()) {
-    lru_.splice(lru_.end(), lru_, it->second.it);
-    body = it->second.body;
-  } else if (disk_ok_) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = memory_.find(key); it != memory_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second.it);
+      body = it->second.body;
+    }
+  }
+  if (body.empty() && disk_ok_) {
+    std::lock_guard<std::mutex> db(db_mu_);
     sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr);
+    int rc = db_ != nullptr ? sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr) : SQLITE_MISUSE;
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
       rc = sqlite3_step(st);
@@ -219,6 +230,7 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
     if (!body.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
       remember(key, body);
       pending_.push_back({key, "", "", ""});  // touch: last_used moves on
       queued_++;
@@ -226,6 +238,7 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
     }
   }
   auto events = body.empty() ? std::nullopt : decode_events(body);
+  std::lock_guard<std::mutex> lock(mu_);
   if (events) {
     stats_.hits++;
   } else {
@@ -253,15 +266,19 @@ void ResponseCache::flush() {
 }
 
 void ResponseCache::writer_loop() {
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-    if (pending_.empty() && stop_) return;
-    Write w = std::move(pending_.front());
-    pending_.pop_front();
+    Write w;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      if (pending_.empty() && stop_) return;
+      w = std::move(pending_.front());
+      pending_.pop_front();
+    }
     const std::string& key = w.key;
     const std::string& body = w.body;
-    if (disk_ok_) {
+    std::unique_lock<std::mutex> db(db_mu_);
+    if (disk_ok_ && db_ != nullptr) {
       sqlite3_stmt* st = nullptr;
       const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
                                      : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
@@ -296,12 +313,18 @@ void ResponseCache::writer_loop() {
                               config_.max_bytes).c_str());
         sqlite3_stmt* c = nullptr;
         if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW) {
-          stats_.entries_disk = sqlite3_column_int64(c, 0);
+          const int64_t n = sqlite3_column_int64(c, 0);
+          std::lock_guard<std::mutex> lock(mu_);
+          stats_.entries_disk = n;
         }
         sqlite3_finalize(c);
       }
     }
-    written_++;
+    db.unlock();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      written_++;
+    }
     flushed_cv_.notify_all();
   }
 }
@@ -310,8 +333,8 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std:
                                                                       std::string* matched) {
   std::string best_key, best_question;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!disk_ok_) return std::nullopt;
+    std::lock_guard<std::mutex> db(db_mu_);
+    if (!disk_ok_ || db_ == nullptr) return std::nullopt;
     // FTS5 finds the candidates sharing a word; the similarity rule decides.
     std::string query;
     for (const std::string& w : question_words(question)) query += (query.empty() ? "\"" : " OR \"") + w + "\"";

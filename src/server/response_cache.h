@@ -11,6 +11,7 @@
 // Depends on runtime/request.h, SQLite, nlohmann-json.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -67,13 +68,18 @@ class ResponseCache {
   bool move_aside_and_reopen(const std::string& why);  // once per process
   void writer_loop();
   void remember(const std::string& key, std::string body);  // into the memory LRU (mu_ held)
+  void count_error();  // stats_.errors++ (takes mu_)
 
   ResponseCacheConfig config_;
   std::string path_;
+  // Two locks, taken in this order when both are needed: db_mu_ (the SQLite connection; held
+  // through a disk read or write) and mu_ (memory, stats, the write queue; never held across
+  // SQLite calls), so a memory hit never waits for the writer.
+  std::mutex db_mu_;
+  sqlite3* db_ = nullptr;  // db_mu_
+  bool rebuilt_once_ = false;  // db_mu_
+  std::atomic<bool> disk_ok_{false};
   mutable std::mutex mu_;  // everything below
-  sqlite3* db_ = nullptr;
-  bool disk_ok_ = false;
-  bool rebuilt_once_ = false;
   std::list<std::string> lru_;  // keys, least recently used first
   struct Entry {
     std::string body;

@@ -1,0 +1,179 @@
+#include "model/x16_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "base/hash128.h"
+#include "base/log.h"
+
+namespace ponder {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'O', 'N', 'D', 'X', '1', '6', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr int64_t kHeaderBytes = 4096;  // the copies start page-aligned
+constexpr int64_t kPiece = int64_t{1} << 20;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes;
+  char fingerprint[32];
+  char layout[32];
+  int64_t bytes;
+  uint64_t checksum;
+};
+
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+uint64_t piece_hash(const uint8_t* p, int64_t n) {
+  uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, 8);
+      h[l] = rotl(h[l] ^ w, 31) * 0x9e3779b97f4a7c15ull;
+    }
+  }
+  for (; i < n; ++i) h[0] = rotl(h[0] ^ p[i], 31) * 0x9e3779b97f4a7c15ull;
+  return rotl(h[0], 1) ^ rotl(h[1], 7) ^ rotl(h[2], 13) ^ rotl(h[3], 19) ^ static_cast<uint64_t>(n);
+}
+
+bool read_all(int fd, uint8_t* dst, int64_t n, int64_t offset) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, dst, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)), offset);
+    if (got <= 0) return false;
+    dst += got;
+    n -= got;
+    offset += got;
+  }
+  return true;
+}
+
+bool write_all(int fd, const uint8_t* src, int64_t n) {
+  while (n > 0) {
+    const ssize_t put = ::write(fd, src, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)));
+    if (put <= 0) return false;
+    src += put;
+    n -= put;
+  }
+  return true;
+}
+
+void fill(char* dst, const std::string& s) {
+  std::memset(dst, 0, 32);
+  std::memcpy(dst, s.data(), std::min<size_t>(32, s.size()));
+}
+
+}  // namespace
+
+uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool) {
+  const int64_t pieces = (n + kPiece - 1) / kPiece;
+  std::vector<uint64_t> h(static_cast<size_t>(pieces));
+  auto run = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) h[static_cast<size_t>(i)] = piece_hash(p + i * kPiece, std::min(kPiece, n - i * kPiece));
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(pieces, 1, run);
+  } else {
+    run(0, pieces);
+  }
+  Hash128 all;
+  for (uint64_t x : h) all.add_u64(x);
+  all.add_u64(static_cast<uint64_t>(n));
+  return std::strtoull(all.hex().substr(0, 16).c_str(), nullptr, 16);
+}
+
+X16CacheOptions x16_cache_default() {
+  X16CacheOptions o;
+  if (const char* env = std::getenv("PONDER_X16_CACHE"); env != nullptr && *env != '\0') {
+    if (std::string(env) != "0") o.dir = env;
+    return o;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    o.dir = std::string(xdg) + "/ponder/x16";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    o.dir = std::string(home) + "/.cache/ponder/x16";
+  }
+  return o;
+}
+
+std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint, const std::string& layout) {
+  return (std::filesystem::path(opts.dir) / (fingerprint + "-" + layout.substr(0, 16) + ".x16")).string();
+}
+
+bool x16_cache_read(const std::string& path, const std::string& fingerprint, const std::string& layout,
+                    uint8_t* region, int64_t bytes, ThreadPool& pool) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // not written yet: the usual first start
+  struct stat st {};
+  Header h{};
+  bool ok = ::fstat(fd, &st) == 0 && st.st_size == kHeaderBytes + bytes &&
+            read_all(fd, reinterpret_cast<uint8_t*>(&h), sizeof h, 0) && std::memcmp(h.magic, kMagic, 8) == 0 &&
+            h.version == kVersion && h.header_bytes == kHeaderBytes && h.bytes == bytes;
+  if (ok) {
+    char fp[32], lay[32];
+    fill(fp, fingerprint);
+    fill(lay, layout);
+    ok = std::memcmp(fp, h.fingerprint, 32) == 0 && std::memcmp(lay, h.layout, 32) == 0;
+  }
+  if (ok) {
+    // In 64 MiB pieces over the pool: the page cache copies at memory speed on every core.
+    constexpr int64_t kChunk = int64_t{64} << 20;
+    std::atomic<bool> read_ok{true};
+    pool.parallel_for((bytes + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t n = std::min(kChunk, bytes - i * kChunk);
+        if (!read_all(fd, region + i * kChunk, n, kHeaderBytes + i * kChunk)) read_ok = false;
+      }
+    });
+    ok = read_ok && x16_checksum(region, bytes, &pool) == h.checksum;
+    if (!ok) {
+      log_warn("x16 cache {} is damaged (a read failed or its checksum differs): removed; the layout is rebuilt", path);
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool x16_cache_write(const std::string& path, const std::string& fingerprint, const std::string& layout,
+                     const uint8_t* region, int64_t bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    log_warn("x16 cache: cannot create {}: {}; the next start interleaves again", tmp, std::strerror(errno));
+    return false;
+  }
+  std::vector<uint8_t> head(kHeaderBytes, 0);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kVersion;
+  h.header_bytes = kHeaderBytes;
+  fill(h.fingerprint, fingerprint);
+  fill(h.layout, layout);
+  h.bytes = bytes;
+  h.checksum = x16_checksum(region, bytes, nullptr);
+  std::memcpy(head.data(), &h, sizeof h);
+  bool ok = write_all(fd, head.data(), kHeaderBytes) && write_all(fd, region, bytes) && ::fsync(fd) == 0;
+  const int err = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    log_warn("x16 cache: writing {} failed: {}; the next start interleaves again", path, std::strerror(err));
+    std::filesystem::remove(tmp, ec);
+  }
+  return ok;
+}
+
+}  // namespace ponder

@@ -1,0 +1,44 @@
+// The x16 layout cache: the load-time x16 copies (kernels/interleave.h) of a model file, written
+// once to a file and read back at the next start instead of interleaving again (1.4 s -> a read of
+// the page cache for the 1.5B Q4_K_M). A cache file is named by the model file's identity
+// (gguf/model_fingerprint.h) and the layout (each copied matrix's type, shape and offset, and the
+// format version), and is trusted only whole: its size, header and a checksum over every byte
+// must match, else it is removed and rebuilt. Written in the background after a cold start (to a
+// temporary name, renamed when complete), so the cold start is no slower; a full disk or a
+// read-only directory costs a log line, never the load.
+// Depends on base, gguf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/thread_pool.h"
+
+namespace ponder {
+
+struct X16CacheOptions {
+  std::string dir;                       // "" = no cache
+  int64_t min_bytes = int64_t{16} << 20;  // smaller copies are faster to redo than to read
+};
+
+// PONDER_X16_CACHE: "0" turns the cache off, another value is its directory; else
+// $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16.
+X16CacheOptions x16_cache_default();
+
+// The cache file for this model identity and layout in opts.dir.
+std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint, const std::string& layout);
+
+// Reads a complete, matching cache file into region[0, bytes). False (and the file removed when
+// it is damaged) otherwise.
+bool x16_cache_read(const std::string& path, const std::string& fingerprint, const std::string& layout,
+                    uint8_t* region, int64_t bytes, ThreadPool& pool);
+
+// Writes region[0, bytes) to path (temporary file + rename). Logs and returns false on failure.
+bool x16_cache_write(const std::string& path, const std::string& fingerprint, const std::string& layout,
+                     const uint8_t* region, int64_t bytes);
+
+// The checksum the file carries: 64-bit words in four lanes per 1 MiB piece, pieces combined in
+// order, so any thread count gives the same value.
+uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool);
+
+}  // namespace ponder
