@@ -65,6 +65,29 @@ struct Row {
   BenchResult r;
 };
 
+// --sweep: one table of pp and tg at each depth, tg beside its share of depth 0 and the roofline.
+int run_sweep_cmd(ModelSession& s, int32_t max_depth, int32_t n_pp, int32_t n_tg, int threads, const std::string& output) {
+  ThreadPool pool(threads);
+  auto points = run_sweep(*s.model, max_depth, n_pp, n_tg, pool);
+  if (!points.has_value()) return fail("bench", points.status().message());
+  nlohmann::json out = nlohmann::json::array();
+  if (output == "md") {
+    fmt::print("| depth | pp{} (t/s) | tg{} (t/s) | tg / tg at depth 0 | roofline |\n|---|---|---|---|---|\n", n_pp, n_tg);
+  }
+  const double tg0 = n_tg / points->front().tg_s;
+  for (const SweepPoint& p : *points) {
+    const double pp = n_pp / p.pp_s, tg = n_tg / p.tg_s;
+    const double roof = tg_roofline_fraction(*s.model, p.depth + n_tg / 2.0);
+    if (output == "md") {
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f}% |\n", p.depth, pp, tg, 100 * tg / tg0, 100 * roof);
+    } else {
+      out.push_back({{"n_depth", p.depth}, {"n_threads", threads}, {"pp_ts", pp}, {"tg_ts", tg}, {"tg_of_depth0", tg / tg0}, {"tg_roofline", roof}});
+    }
+  }
+  if (output == "json") fmt::print("{}\n", out.dump(2));
+  return 0;
+}
+
 int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prompt processing and generation speed"};
   std::string model_path, output = "md";
@@ -74,6 +97,7 @@ int run_bench_cmd(int argc, char** argv) {
   int reps = 5;
   bool no_bandwidth = false, pin = false;
   std::vector<int32_t> concurrent;
+  int32_t sweep = 0, sweep_pp = 512, sweep_tg = 128;
   int32_t serve_prompt = 128, serve_gen = 64, late_prompt = 0, serve_ctx = 0, serve_batch = 512;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
@@ -86,6 +110,9 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
   app.add_flag("--pin", pin, "pin threads to physical cores");
+  app.add_option("--sweep", sweep, "sweep mode (ik_llama.cpp's sweep-bench): pp and tg at growing depth up to this many positions");
+  app.add_option("--sweep-pp", sweep_pp, "sweep mode: prompt tokens per step (the depth grows by this)")->capture_default_str();
+  app.add_option("--sweep-tg", sweep_tg, "sweep mode: decode steps measured at each depth")->capture_default_str();
   app.add_option("--concurrent", concurrent, "serving mode: this many requests at once through the engine (e.g. 1,4,8)")->delimiter(',');
   app.add_option("--prompt", serve_prompt, "serving mode: prompt tokens per request")->capture_default_str();
   app.add_option("--gen", serve_gen, "serving mode: generated tokens per request")->capture_default_str();
@@ -108,6 +135,7 @@ int run_bench_cmd(int argc, char** argv) {
   if (!session.has_value()) return fail("bench", session.status().message());
   ModelSession& s = **session;
   s.model->wait_x16_cache_write();  // a first start writes the x16 cache: not while measuring
+  if (sweep > 0) return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
   if (!concurrent.empty()) {
     for (int32_t n : concurrent) {
       if (n < 1) return fail("bench", fmt::format("--concurrent {} must be at least 1", n));
@@ -224,6 +252,18 @@ int run_bench_cmd(int argc, char** argv) {
   }
   if (threads.size() > 1) {
     for (const auto& [test, b] : best) fmt::print("best threads for {}: {} ({:.2f} t/s)\n", test, b.first, b.second);
+  }
+  // At depth: each test beside the same test at depth 0, and decode beside what memory allows.
+  for (const Row& row : rows) {
+    if (row.r.n_depth == 0) continue;
+    for (const Row& base : rows) {
+      if (base.r.n_depth != 0 || base.r.n_threads != row.r.n_threads || base.r.flash_attn != row.r.flash_attn ||
+          base.r.n_prompt != row.r.n_prompt || base.r.n_gen != row.r.n_gen || base.r.n_seq != row.r.n_seq)
+        continue;
+      std::string roof;
+      if (row.r.n_gen > 0) roof = fmt::format(" (the memory roofline: {:.0f}%)", 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
+      fmt::print("{} t={}: {:.0f}% of depth 0{}\n", row.test, row.r.n_threads, 100 * row.r.mean_ts() / base.r.mean_ts(), roof);
+    }
   }
   fmt::print("peak RSS: {:.2f} GB\n", peak_rss / 1e9);
   return 0;

@@ -107,4 +107,46 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   return result;
 }
 
+int64_t kv_bytes_per_position(const Qwen2Model& model) {
+  const Qwen2Config& c = model.config();
+  return c.n_layer * 2 * c.n_head_kv * c.head_dim * 2;  // K and V, f16
+}
+
+double tg_roofline_fraction(const Qwen2Model& model, double depth) {
+  const double w = static_cast<double>(weight_bytes_per_token(model));
+  return w / (w + depth * static_cast<double>(kv_bytes_per_position(model)));
+}
+
+Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp, int32_t n_tg, ThreadPool& pool) {
+  if (n_pp < 1 || n_tg < 1 || max_depth < n_pp) return Status::errorf("sweep: depth {} with pp {} and tg {}: nothing to measure", max_depth, n_pp, n_tg);
+  const int64_t n_vocab = model.config().n_vocab;
+  const int64_t block = kKvBlockSize;
+  const int64_t n_blocks = (max_depth + n_pp + n_tg + block - 1) / block;
+  KvCache cache = model.make_cache(n_blocks, block);
+  std::vector<int32_t> table;
+  for (int64_t b = 0; b < n_blocks; ++b) table.push_back(static_cast<int32_t>(b));
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  auto token_at = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
+  auto chunk = [&](int32_t first, int32_t n) -> Status {
+    Batch batch;
+    batch.block_tables.push_back(table);
+    for (int32_t i = 0; i < n; ++i) batch.rows.push_back({token_at(first + i), first + i, 0, i + 1 == n});
+    return model.forward(batch, cache, logits.data(), pool);
+  };
+  PONDER_RETURN_IF_ERROR(chunk(0, n_pp));  // warm-up, overwritten below
+  std::vector<SweepPoint> out;
+  for (int32_t depth = 0; depth + n_pp <= max_depth; depth += n_pp) {
+    SweepPoint p;
+    p.depth = depth;
+    Timer t;
+    for (int32_t i = 0; i < n_tg; ++i) PONDER_RETURN_IF_ERROR(chunk(depth + i, 1));  // then overwritten by the prompt
+    p.tg_s = t.seconds();
+    Timer t2;
+    PONDER_RETURN_IF_ERROR(chunk(depth, n_pp));
+    p.pp_s = t2.seconds();
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace ponder

@@ -34,6 +34,20 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
                                 int reps, ThreadPool& pool, int32_t n_batch = 512,
                                 int32_t n_depth = 0);
 
+// Bytes of K and V (f16) one position adds to what each decode step reads.
+int64_t kv_bytes_per_position(const Qwen2Model& model);
+// Decode at depth d reads the weights plus d positions of K/V: the fraction of depth 0's speed
+// the memory allows, weights / (weights + d * kv_bytes_per_position).
+double tg_roofline_fraction(const Qwen2Model& model, double depth);
+
+// ik_llama.cpp's sweep-bench: one sequence grown n_pp positions at a time up to max_depth; at each
+// depth n_tg decode steps (timed, then overwritten) and a timed n_pp-token prompt chunk.
+struct SweepPoint {
+  int32_t depth = 0;
+  double pp_s = 0, tg_s = 0;  // seconds for n_pp prompt tokens, for n_tg decode steps
+};
+Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp, int32_t n_tg, ThreadPool& pool);
+
 // Bytes read from weights to generate one token: every matrix once, one embedding row.
 int64_t weight_bytes_per_token(const Qwen2Model& model);
 
