@@ -135,7 +135,10 @@ int run_bench_cmd(int argc, char** argv) {
   if (!session.has_value()) return fail("bench", session.status().message());
   ModelSession& s = **session;
   s.model->wait_x16_cache_write();  // a first start writes the x16 cache: not while measuring
-  if (sweep > 0) return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
+  if (sweep > 0) {
+    s.model->set_flash_attention(flash.back() != 0);
+    return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
+  }
   if (!concurrent.empty()) {
     for (int32_t n : concurrent) {
       if (n < 1) return fail("bench", fmt::format("--concurrent {} must be at least 1", n));

@@ -261,7 +261,7 @@ function scrollToEnd(force) {
 // ---- sending -----------------------------------------------------------------------------
 
 function plain(m) {
-  const { streaming, ...rest } = m;
+  const { streaming, promptProgress, ...rest } = m;
   return rest;
 }
 
@@ -280,7 +280,8 @@ function requestBody() {
     // An answer stopped or failed before any text adds nothing to the conversation.
     if (m.role === 'user' || (m.role === 'assistant' && !m.error && m.content)) messages.push({ role: m.role, content: m.content });
   }
-  const body = { messages, stream: true, stream_options: { include_usage: true } };
+  // return_progress: the server reports how far it has read a long prompt before the first token.
+  const body = { messages, stream: true, stream_options: { include_usage: true }, return_progress: true };
   if (state.model) body.model = state.model;
   const num = (v) => (v === '' || v === null || v === undefined ? null : Number(v));
   if (num(s.temperature) !== null) body.temperature = num(s.temperature);
@@ -348,11 +349,21 @@ async function generate() {
       onChunk: (chunk) => {
         if (!active.requestId && chunk.id) active.requestId = chunk.id;
         if (chunk.usage) usage = chunk.usage;
+        if (chunk.prompt_progress && tFirst === null) {
+          const p = chunk.prompt_progress;
+          const todo = Math.max(1, p.total - p.cache);
+          msg.promptProgress = Math.min(1, Math.max(0, (p.processed - p.cache) / todo));
+          view.update();
+          return;
+        }
         const choice = chunk.choices?.[0];
         if (!choice) return;
         const d = choice.delta ?? {};
         const r = d.reasoning_content ?? d.reasoning ?? '';
-        if ((r || d.content) && tFirst === null) tFirst = performance.now();
+        if ((r || d.content) && tFirst === null) {
+          tFirst = performance.now();
+          delete msg.promptProgress;
+        }
         if (r) {
           msg.reasoning += r;
           msg.thinkStats.tokens += 1;

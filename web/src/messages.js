@@ -99,7 +99,8 @@ export function assistantView(msg, { copy, onRegenerate }) {
       decorateCode(thinkBody, copy);
     }
     const thinkingNow = live && !msg.content;
-    label.textContent = thinkingNow ? 'Thinking…' : 'Thought';
+    const reading = live && msg.promptProgress !== undefined;
+    label.textContent = reading ? `Reading the prompt… ${Math.round(100 * msg.promptProgress)}%` : thinkingNow ? 'Thinking…' : 'Thought';
     thinking.classList.toggle('live', thinkingNow);
     const t = msg.thinkStats ?? {};
     meta.textContent = [t.tokens ? `${t.tokens} tokens` : '', t.seconds !== undefined ? seconds(t.seconds) : ''].filter(Boolean).join(' · ');

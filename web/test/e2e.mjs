@@ -389,6 +389,24 @@ test('hostile model output stays inert while it streams', async () => {
   assert.ok((await lastAssistant(page).locator('.answer').textContent()).length > 0, 'the streamed answer is shown');
 });
 
+test('a long prompt shows how far the server has read it', async () => {
+  await page.click('#new-chat');
+  await page.evaluate(() => {
+    window.__seen = [];
+    new MutationObserver(() => {
+      const l = document.querySelector('.msg.assistant:last-of-type .think-label');
+      if (l && !window.__seen.includes(l.textContent)) window.__seen.push(l.textContent);
+    }).observe(document.getElementById('messages'), { subtree: true, childList: true, characterData: true });
+  });
+  await sendMessage(page, 'many words '.repeat(1700));
+  await until('thinking tokens', async () => (await lastAssistant(page).locator('.think-meta').textContent()).length > 0);
+  assert.equal(chatRequests.at(-1).body.return_progress, true);
+  const seen = await page.evaluate(() => window.__seen);
+  assert.ok(seen.some((t) => /^Reading the prompt… \d+%$/.test(t)), `labels seen: ${seen.join(' | ')}`);
+  await page.click('#stop');
+  await until('idle', async () => !(await page.isVisible('#stop')));
+});
+
 test('a failed request shows the server\'s message: a prompt longer than the context', async () => {
   await page.click('#new-chat');
   await sendMessage(page, 'many words '.repeat(3000));
