@@ -28,6 +28,6 @@ fi
 port=8080
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[$i]}" = "--port" ] && port="${args[$((i + 1))]}"; done
-echo "run: serving $model on http://127.0.0.1:$port (OpenAI API at http://127.0.0.1:$port/v1; Ctrl-C stops)"
+echo "run: serving $model on http://127.0.0.1:$port (the chat page: open http://127.0.0.1:$port/ ; OpenAI API at /v1; Ctrl-C stops)"
 echo "run: try: curl http://127.0.0.1:$port/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'"
 exec ./build/ponder serve -m "$model" "$@"
