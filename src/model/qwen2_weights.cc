@@ -146,25 +146,18 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   result.region = region;
   const bool use_cache = !cache.dir.empty() && !fingerprint.empty() && total >= cache.min_bytes;
   const std::string path = use_cache ? x16_cache_path(cache, fingerprint, result.layout) : "";
-  if (use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool)) {
-    result.from_cache = true;
-    for (size_t i = 0; i < views.size(); ++i) {
-      WeightView* v = views[i];
-      v->x16 = region + offsets[i];
-      if (release_file_pages && !(tied_output && v == &output))
-        release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
-    }
-    return result;
-  }
-  result.write_path = path;
+  result.from_cache = use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool);
+  if (!result.from_cache) result.write_path = path;
   // Matrix by matrix, each in parallel, its file pages dropped once copied: the peak resident
   // memory stays near the copies' size instead of twice it.
   for (size_t i = 0; i < views.size(); ++i) {
     WeightView* v = views[i];
     uint8_t* dst = region + offsets[i];
-    pool.parallel_for(v->n_out / kX16Rows, 1, [&](int64_t g_begin, int64_t g_end) {
-      x16_interleave(*v, g_begin, g_end, dst);
-    });
+    if (!result.from_cache) {
+      pool.parallel_for(v->n_out / kX16Rows, 1, [&](int64_t g_begin, int64_t g_end) {
+        x16_interleave(*v, g_begin, g_end, dst);
+      });
+    }
     v->x16 = dst;
     // The output matrix may be the embedding too (tied), whose rows are still looked up.
     if (release_file_pages && !(tied_output && v == &output))

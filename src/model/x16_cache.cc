@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <vector>
 
-#include "base/hash128.h"
 #include "base/log.h"
 
 namespace ponder {
@@ -85,10 +84,9 @@ uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool) {
   } else {
     run(0, pieces);
   }
-  Hash128 all;
-  for (uint64_t x : h) all.add_u64(x);
-  all.add_u64(static_cast<uint64_t>(n));
-  return std::strtoull(all.hex().substr(0, 16).c_str(), nullptr, 16);
+  uint64_t all = static_cast<uint64_t>(n);
+  for (uint64_t x : h) all = rotl(all ^ x, 31) * 0x9e3779b97f4a7c15ull;
+  return all;
 }
 
 X16CacheOptions x16_cache_default() {

@@ -22,6 +22,9 @@ double stddev(const std::vector<double>& v) {
   return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
+// Deterministic pseudo-random tokens: the work does not depend on their values.
+int32_t bench_token(int64_t i, int64_t n_vocab) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); }
+
 }  // namespace
 
 double BenchResult::mean_s() const { return mean(seconds); }
@@ -67,8 +70,7 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   result.n_threads = pool.size();
   result.n_depth = n_depth;
   result.flash_attn = model.flash_attention();
-  // Deterministic pseudo-random tokens: the work does not depend on their values.
-  auto token_at = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
+  auto token_at = [&](int64_t i) { return bench_token(i, n_vocab); };
 
   // The context each test starts from: n_depth positions of every sequence, in prompt-sized chunks.
   for (int32_t s = 0; s < n_seq; ++s) {
@@ -126,11 +128,10 @@ Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth
   std::vector<int32_t> table;
   for (int64_t b = 0; b < n_blocks; ++b) table.push_back(static_cast<int32_t>(b));
   std::vector<float> logits(static_cast<size_t>(n_vocab));
-  auto token_at = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
   auto chunk = [&](int32_t first, int32_t n) -> Status {
     Batch batch;
     batch.block_tables.push_back(table);
-    for (int32_t i = 0; i < n; ++i) batch.rows.push_back({token_at(first + i), first + i, 0, i + 1 == n});
+    for (int32_t i = 0; i < n; ++i) batch.rows.push_back({bench_token(first + i, n_vocab), first + i, 0, i + 1 == n});
     return model.forward(batch, cache, logits.data(), pool);
   };
   PONDER_RETURN_IF_ERROR(chunk(0, n_pp));  // warm-up, overwritten below

@@ -218,10 +218,11 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
       body = it->second.body;
     }
   }
-  if (body.empty() && disk_ok_) {
-    std::lock_guard<std::mutex> db(db_mu_);
+  std::unique_lock<std::mutex> db(db_mu_, std::defer_lock);
+  if (body.empty() && disk_ok_) db.lock();
+  if (db.owns_lock() && disk_ok_) {  // the writer may have turned the disk off meanwhile
     sqlite3_stmt* st = nullptr;
-    int rc = db_ != nullptr ? sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr) : SQLITE_MISUSE;
+    int rc = sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr);
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
       rc = sqlite3_step(st);
@@ -237,6 +238,7 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
       cv_.notify_one();
     }
   }
+  if (db.owns_lock()) db.unlock();
   auto events = body.empty() ? std::nullopt : decode_events(body);
   std::lock_guard<std::mutex> lock(mu_);
   if (events) {

@@ -68,7 +68,8 @@ function setServerState(s, message) {
   }
 }
 
-async function checkHealth() {
+// One look at the server: its health, then (when ready and not known yet) the model's name.
+async function refreshServer({ askKey }) {
   const h = await health();
   setServerState(h.status, h.message);
   if (h.status === 'ok' && !state.model) {
@@ -77,10 +78,16 @@ async function checkHealth() {
       setServerState('ok');
       $('panel-model').textContent = state.model;
     } catch (e) {
-      if (e instanceof ApiError && e.status === 401) askForKey();
+      if (askKey && e instanceof ApiError && e.status === 401) askForKey();
     }
   }
-  setTimeout(checkHealth, h.status === 'ok' ? 10000 : 1000);
+  return h.status;
+}
+
+// Polled: every 10 s while ready, every second otherwise.
+async function checkHealth() {
+  const s = await refreshServer({ askKey: true });
+  setTimeout(checkHealth, s === 'ok' ? 10000 : 1000);
 }
 
 // ---- the API key -------------------------------------------------------------------------
@@ -109,19 +116,9 @@ ui.keyDialog.addEventListener('close', () => {
   for (const w of waiters) w(!!ok);
 });
 
-let healthSoon = null;
+// Now, after a change (a new key, a failed request); the next request says what is wrong.
 function checkHealthSoon() {
-  clearTimeout(healthSoon);
-  healthSoon = setTimeout(async () => {
-    const h = await health();
-    setServerState(h.status, h.message);
-    if (h.status === 'ok') {
-      try {
-        state.model = (await models(state.settings.api_key))[0]?.id ?? '';
-        setServerState('ok');
-      } catch { /* the next request says what is wrong */ }
-    }
-  }, 0);
+  refreshServer({ askKey: false });
 }
 
 // ---- conversations -----------------------------------------------------------------------
@@ -387,7 +384,6 @@ async function generate() {
     if (e.name === 'AbortError') {
       msg.stopped = true;
     } else if (e instanceof ApiError && e.status === 401) {
-      msg.error = 'The server needs an API key.';
       c.messages.splice(index, 1);
       view.root.remove();
       clearInterval(tick);
