@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/block_attention.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "quant/half.h"
@@ -55,91 +56,190 @@ int64_t padded(int64_t n) { return (n + kAttnPad - 1) / kAttnPad * kAttnPad; }
 
 }  // namespace
 
-// Flash order, for one tile (rows [rb, re) of one sequence) and one KV head with its group of G
-// query heads, nq = (re - rb) * G query vectors:
-//   q: rounded to f16 (as llama.cpp does before its f16 dots)
-//   for each block of kFlashBlock positions from 0 (the same blocks whatever the tile):
-//     s[p] = dot_f16_ggml(K[p], q) * scale, -inf past the row's own position
-//     if the block has a position <= the row's: m' = max(m, max s); c = expf_ggml(m - m')
-//       (0 for the first block); e[p] = expf_ggml(s[p] - m') (softmax_exp_sum_ggml, whose sum
-//       in double is S); l = l * c + S; acc[i] = acc[i] * c, then acc[i] = fma(e[p], V[p][i],
-//       acc[i]) for p in order
-//   out[i] = acc[i] * float(1 / l)
-// A row never sees the blocks past its position, and positions past it inside its last block add
-// exact zeros, so its result is the same in any tile (batch invariance).
-void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool) {
-  const Qwen2Config& c = in.config;
-  const Batch& batch = in.batch;
-  const int64_t group = c.n_head / c.n_head_kv;
-  const int64_t hd = c.head_dim;
-  const int64_t bs = in.cache.block_size();
-  const int64_t B = kFlashBlock;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+// The block order (kernels/block_attention.h), for one tile (rows [rb, re) of one sequence) and one
+// KV head with its group of G query heads, nq = (re - rb) * G query vectors (f32, as computed):
+// the positions [0, n_kv) split into chunks of kAttnChunk from 0; in each chunk the blocks of 16
+// positions go in order through attend_block (every query vector sees the block's positions up to
+// its row's own), each chunk from a fresh state; then the chunks' states are folded in order
+// (fold_chunk) and out = O * (1 / L). The chunks depend on positions alone, never on the batch or
+// the threads, so they can run in one task or in parallel with the same bits.
+namespace {
 
-  const std::vector<int64_t>& tile_begin = row_tiles(batch, kFlashRows, scratch.tiles);
-  const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
-  const int64_t max_q = kFlashRows * group;
-  if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
+int64_t padded16(int64_t n) { return (n + 15) / 16 * 16; }
 
-  const AttentionKernels& kern = attention_kernels();
-  run_tasks(pool, n_tiles * c.n_head_kv, [&](int ti, int64_t task) {
-    const int64_t tile = task / c.n_head_kv;
-    const int64_t kvh = task % c.n_head_kv;
-    const int64_t rb = tile_begin[tile], re = tile_begin[tile + 1];
-    const int64_t nq = (re - rb) * group;
-    const auto& table = batch.block_tables[batch.rows[rb].seq];
-    AttentionScratch::PerThread& st = scratch.threads[static_cast<size_t>(ti)];
-    float* qf = grown(st.floats, static_cast<size_t>(max_q * (2 * hd + B) + B * hd));
-    float* acc = qf + max_q * hd;   // [nq][hd]
-    float* s = acc + max_q * hd;    // [nq][B] scores, then exps
-    float* vconv = s + max_q * B;   // [B][hd] for mad_rows_f16
-    double* ml = grown(st.doubles, static_cast<size_t>(2 * max_q));
-    double* m = ml;                 // [nq] running max (a float value)
-    double* l = ml + max_q;         // [nq] running sum
-    const uint16_t** vrows = grown(st.rows, static_cast<size_t>(B));
+// The state of nq query vectors over one chunk: m [nq], l [nq], acc [nq][hdp].
+struct ChunkStates {
+  float* m;
+  float* l;
+  float* acc;
+};
 
-    int64_t n_kv = 0;
-    for (int64_t r = rb; r < re; ++r) {
-      const float* qr = in.q + (r * c.n_head + kvh * group) * hd;
-      for (int64_t i = 0; i < group * hd; ++i) qf[(r - rb) * group * hd + i] = round_through_fp16(qr[i]);
-      n_kv = std::max<int64_t>(n_kv, batch.rows[r].pos + 1);
+// Folds a chunk's state of one query vector into the running one (M, L, O): the first chunk is
+// copied; a chunk the query has no position in (m = -inf) is skipped.
+void fold_chunk(float& M, float& L, float* O, float m, float l, const float* acc, int64_t hdp) {
+  if (m == -INFINITY) return;
+  if (M == -INFINITY) {
+    M = m;
+    L = l;
+    std::copy(acc, acc + hdp, O);
+    return;
+  }
+  const float mx = std::max(M, m);
+  const float a = exp_nonpositive(M - mx), b = exp_nonpositive(m - mx);
+  L = L * a + l * b;
+  for (int64_t i = 0; i < hdp; ++i) O[i] = std::fma(acc[i], b, O[i] * a);
+  M = mx;
+}
+
+struct BlockOrder {
+  const AttentionInput& in;
+  const std::vector<int64_t>& tile_begin;
+  int64_t group, hd, hdp, bs;
+  float scale;
+  const BlockAttentionKernels& kern;
+
+  int64_t n_kv(int64_t tile) const {
+    int64_t n = 0;
+    for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r) n = std::max<int64_t>(n, in.batch.rows[r].pos + 1);
+    return n;
+  }
+
+  // qf [nq][hdp]: the tile's query vectors for KV head kvh, zeros past hd.
+  void load_queries(int64_t tile, int64_t kvh, float* qf) const {
+    const Qwen2Config& c = in.config;
+    for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r) {
+      for (int64_t h = 0; h < group; ++h) {
+        const float* src = in.q + (r * c.n_head + kvh * group + h) * hd;
+        float* dst = qf + ((r - tile_begin[tile]) * group + h) * hdp;
+        std::copy(src, src + hd, dst);
+        std::fill(dst + hd, dst + hdp, 0.0f);
+      }
     }
-    std::fill(acc, acc + nq * hd, 0.0f);
-    std::fill(m, m + nq, -INFINITY);
-    std::fill(l, l + nq, 0.0);
+  }
 
-    for (int64_t b0 = 0; b0 < n_kv; b0 += B) {
-      const int64_t nb = std::min(B, n_kv - b0);
-      for (int64_t p = 0; p < nb; ++p) {
+  // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
+  void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const float* qf, float* kf, float* vf,
+                    const ChunkStates& st) const {
+    const int64_t rb = tile_begin[tile];
+    const int64_t nq = (tile_begin[tile + 1] - rb) * group;
+    const auto& table = in.batch.block_tables[in.batch.rows[rb].seq];
+    std::fill(st.m, st.m + nq, -INFINITY);
+    std::fill(st.l, st.l + nq, 0.0f);
+    std::fill(st.acc, st.acc + nq * hdp, 0.0f);
+    const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
+    const uint16_t* krows[kAttnBlock];
+    const uint16_t* vrows[kAttnBlock];
+    for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
+      const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
+      for (int p = 0; p < nb; ++p) {
         const int64_t pos = b0 + p;
-        const uint16_t* k = in.cache.k(in.layer, table[pos / bs], pos % bs) + kvh * hd;
-        kern.dot_f16_f32_heads(k, qf, static_cast<int>(nq), hd, s + p, B);
+        krows[p] = in.cache.k(in.layer, table[pos / bs], pos % bs) + kvh * hd;
         vrows[p] = in.cache.v(in.layer, table[pos / bs], pos % bs) + kvh * hd;
       }
+      kern.convert_block(krows, nb, hd, hdp, kf);
+      kern.convert_block(vrows, nb, hd, hdp, vf);
       for (int64_t qv = 0; qv < nq; ++qv) {
-        float* sq = s + qv * B;
-        const int64_t valid = std::min<int64_t>(nb, batch.rows[rb + qv / group].pos + 1 - b0);
-        if (valid <= 0) {  // the row ends before this block: it adds nothing
-          std::fill(sq, sq + B, 0.0f);
-          continue;
-        }
-        for (int64_t p = 0; p < valid; ++p) sq[p] *= scale;
-        std::fill(sq + valid, sq + B, -INFINITY);
-        const float m_new = std::max(static_cast<float>(m[qv]), *std::max_element(sq, sq + valid));
-        const float corr = m[qv] == -INFINITY ? 0.0f : expf_ggml(static_cast<float>(m[qv]) - m_new);
-        l[qv] = l[qv] * corr + softmax_exp_sum_ggml(sq, m_new, B, sq);
-        m[qv] = m_new;
-        float* a = acc + qv * hd;
-        for (int64_t i = 0; i < hd; ++i) a[i] *= corr;
+        const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + qv / group].pos + 1 - b0);
+        if (valid <= 0) continue;
+        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
+        kern.attend_block(kf, vf, qf + qv * hdp, static_cast<int>(valid), hdp, scale, s);
+        st.m[qv] = s.m;
+        st.l[qv] = s.l;
       }
-      kern.mad_rows_f16(vrows, nb, s, B, static_cast<int>(nq), hd, acc, vconv);
     }
+  }
+
+  void write_out(int64_t tile, int64_t kvh, const ChunkStates& st) const {
+    const Qwen2Config& c = in.config;
+    const int64_t rb = tile_begin[tile];
+    const int64_t nq = (tile_begin[tile + 1] - rb) * group;
     for (int64_t qv = 0; qv < nq; ++qv) {
       const int64_t r = rb + qv / group;
       float* out = in.out + (r * c.n_head + kvh * group + qv % group) * hd;
-      const float inv = static_cast<float>(1.0 / l[qv]);
-      for (int64_t i = 0; i < hd; ++i) out[i] = acc[qv * hd + i] * inv;
+      const float inv = 1.0f / st.l[qv];
+      for (int64_t i = 0; i < hd; ++i) out[i] = st.acc[qv * hdp + i] * inv;
     }
+  }
+};
+
+}  // namespace
+
+void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool) {
+  const Qwen2Config& c = in.config;
+  const int64_t group = c.n_head / c.n_head_kv;
+  const std::vector<int64_t>& tile_begin = row_tiles(in.batch, kFlashRows, scratch.tiles);
+  const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
+  const BlockOrder order{in, tile_begin, group, c.head_dim, padded16(c.head_dim), in.cache.block_size(),
+                         1.0f / std::sqrt(static_cast<float>(c.head_dim)), block_attention_kernels()};
+  const int64_t hdp = order.hdp;
+  const int64_t max_q = kFlashRows * group;
+  const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates
+  if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
+  auto states_at = [&](float* base) { return ChunkStates{base, base + max_q, base + 2 * max_q}; };
+  // Per thread: queries [max_q][hdp], K and V blocks [16][hdp] each, two ChunkStates.
+  auto thread_floats = [&](int ti) {
+    return grown(scratch.threads[static_cast<size_t>(ti)].floats,
+                 static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
+  };
+
+  // chunk_begin[t]: the first chunk of tile t in a numbering of all the tiles' chunks.
+  std::vector<int64_t>& chunk_begin = scratch.chunk_begin;
+  chunk_begin.assign(static_cast<size_t>(n_tiles + 1), 0);
+  for (int64_t t = 0; t < n_tiles; ++t) {
+    chunk_begin[t + 1] = chunk_begin[t] + (order.n_kv(t) + kAttnChunk - 1) / kAttnChunk;
+  }
+  const int64_t n_chunks = chunk_begin[n_tiles];
+  const int64_t n_tasks = n_tiles * c.n_head_kv;
+
+  if (n_tasks >= 4 * pool.size() || n_chunks == n_tiles) {
+    // Enough tiles to keep every thread busy: a task runs its tile's chunks in order.
+    run_tasks(pool, n_tasks, [&](int ti, int64_t task) {
+      const int64_t tile = task / c.n_head_kv, kvh = task % c.n_head_kv;
+      float* f = thread_floats(ti);
+      float* qf = f;
+      float* kf = qf + max_q * hdp;
+      float* vf = kf + kAttnBlock * hdp;
+      const ChunkStates run = states_at(vf + kAttnBlock * hdp);
+      const ChunkStates part = states_at(vf + kAttnBlock * hdp + state_floats);
+      const int64_t nq = (tile_begin[tile + 1] - tile_begin[tile]) * group;
+      order.load_queries(tile, kvh, qf);
+      order.attend_chunk(tile, kvh, 0, qf, kf, vf, run);
+      for (int64_t ch = 1; ch < chunk_begin[tile + 1] - chunk_begin[tile]; ++ch) {
+        order.attend_chunk(tile, kvh, ch, qf, kf, vf, part);
+        for (int64_t qv = 0; qv < nq; ++qv) {
+          fold_chunk(run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+        }
+      }
+      order.write_out(tile, kvh, run);
+    });
+    return;
+  }
+
+  // Few tiles over long contexts (decode): every chunk its own task (split-K), then the folds.
+  float* partials = grown(scratch.partials, static_cast<size_t>(n_chunks * c.n_head_kv * state_floats));
+  auto slot = [&](int64_t chunk_index, int64_t kvh) {
+    return states_at(partials + (chunk_index * c.n_head_kv + kvh) * state_floats);
+  };
+  run_tasks(pool, n_chunks * c.n_head_kv, [&](int ti, int64_t task) {
+    const int64_t chunk_index = task / c.n_head_kv, kvh = task % c.n_head_kv;
+    const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) - chunk_begin.begin() - 1;
+    float* f = thread_floats(ti);
+    float* kf = f + max_q * hdp;
+    float* vf = kf + kAttnBlock * hdp;
+    order.load_queries(tile, kvh, f);
+    order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], f, kf, vf, slot(chunk_index, kvh));
+  });
+  run_tasks(pool, n_tasks, [&](int, int64_t task) {
+    const int64_t tile = task / c.n_head_kv, kvh = task % c.n_head_kv;
+    const int64_t nq = (tile_begin[tile + 1] - tile_begin[tile]) * group;
+    const ChunkStates run = slot(chunk_begin[tile], kvh);
+    for (int64_t ch = chunk_begin[tile] + 1; ch < chunk_begin[tile + 1]; ++ch) {
+      const ChunkStates part = slot(ch, kvh);
+      for (int64_t qv = 0; qv < nq; ++qv) {
+        fold_chunk(run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+      }
+    }
+    order.write_out(tile, kvh, run);
   });
 }
 

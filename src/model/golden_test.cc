@@ -2,6 +2,7 @@
 // the thresholds of ../shared/golden/README.md. Every type, every row.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "model/pgld.h"
@@ -66,6 +67,54 @@ void check_goldens(const std::string& type, bool flash_attn) {
   }
 }
 
+// llama.cpp's own distance from the exact computation (../shared/golden/README.md): mean dlogp for
+// p1, p2, p3, and top-1 agreement.
+struct ExactReference {
+  double mean[3], top1[3];
+};
+
+ExactReference llama_cpp_from_exact(const std::string& type) {
+  static const std::map<std::string, ExactReference> table = {
+      {"F32", {{0.0008, 0.0007, 0.0007}, {1.000, 1.000, 1.000}}},
+      {"F16", {{0.0013, 0.0012, 0.0011}, {1.000, 1.000, 1.000}}},
+      {"BF16", {{0.0085, 0.0079, 0.0079}, {1.000, 1.000, 1.000}}},
+      {"Q8_0", {{0.0303, 0.0278, 0.0270}, {1.000, 1.000, 1.000}}},
+      {"Q4_0", {{0.0290, 0.0281, 0.0285}, {1.000, 1.000, 1.000}}},
+      {"Q4_1", {{0.0314, 0.0286, 0.0284}, {1.000, 1.000, 0.993}}},
+      {"Q5_0", {{0.0304, 0.0281, 0.0286}, {1.000, 1.000, 1.000}}},
+      {"Q5_1", {{0.0322, 0.0292, 0.0288}, {1.000, 1.000, 1.000}}},
+      {"Q2_K", {{0.0449, 0.0422, 0.0407}, {1.000, 1.000, 1.000}}},
+      {"Q3_K_M", {{0.0427, 0.0392, 0.0396}, {0.977, 1.000, 0.993}}},
+      {"Q4_K_M", {{0.0430, 0.0390, 0.0396}, {0.989, 1.000, 1.000}}},
+      {"Q5_K_M", {{0.0421, 0.0392, 0.0390}, {1.000, 0.984, 0.994}}},
+      {"Q6_K", {{0.0428, 0.0402, 0.0397}, {0.989, 1.000, 0.986}}},
+  };
+  return table.at(type);
+}
+
+// The rule for a float order other than llama.cpp's: against exact/<TYPE>-<p>.pgld, mean dlogp at
+// most 1.1 x llama.cpp's + 0.001 and top-1 agreement at least llama.cpp's - 0.02.
+void check_exact_rule(const std::string& type, bool flash_attn) {
+  auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
+  ASSERT_TRUE(file.has_value()) << file.status().message();
+  auto model = Qwen2Model::load(*file);
+  ASSERT_TRUE(model.has_value()) << model.status().message();
+  (*model)->set_flash_attention(flash_attn);
+  ThreadPool pool(2);
+  const ExactReference ref = llama_cpp_from_exact(type);
+  for (int p = 0; p < 3; ++p) {
+    const std::string name = type + "-p" + std::to_string(p + 1);
+    auto exact = Pgld::read(kShared + "/golden/exact/" + name + ".pgld");
+    ASSERT_TRUE(exact.has_value()) << exact.status().message();
+    LogitDiff d = run_golden(**model, *exact, pool);
+    std::printf("%-12s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp %.3f)\n",
+                name.c_str(), flash_attn ? "flash" : "ggml ", d.mean(), ref.mean[p],
+                1.1 * ref.mean[p] + 0.001, d.top1_rate(), ref.top1[p]);
+    EXPECT_LE(d.mean(), 1.1 * ref.mean[p] + 0.001) << name;
+    EXPECT_GE(d.top1_rate(), ref.top1[p] - 0.02) << name;
+  }
+}
+
 class GoldenTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) { check_goldens(GetParam(), false); }
@@ -76,6 +125,16 @@ TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) { check_goldens(GetParam(),
 class GoldenFlashTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenFlashTest, FlashAttentionWithinThresholds) { check_goldens(GetParam(), true); }
+
+// Both orders meet the exact rule on every file (the ggml order is llama.cpp's own, so it must).
+class GoldenExactTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenExactTest, FlashOrderMeetsTheExactRule) { check_exact_rule(GetParam(), true); }
+TEST_P(GoldenExactTest, GgmlOrderMeetsTheExactRule) { check_exact_rule(GetParam(), false); }
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenExactTest,
+                         testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
+                                         "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
 
 INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenFlashTest, testing::Values("F32", "F16", "BF16"));
 

@@ -1,0 +1,113 @@
+#include "kernels/block_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu/cpu_features.h"
+#include "quant/half.h"
+
+namespace ponder {
+
+#if defined(PONDER_X86_KERNELS)
+void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                       float scale, SoftmaxState& st);
+void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                         float scale, SoftmaxState& st);
+#endif
+
+float exp_nonpositive(float x) {
+  if (!(x >= -86.0f)) return 0.0f;
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                           std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float j = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  // n in [-125, 0]: 2^n is a normal float and j * 2^n is exact.
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return j * scale;
+}
+
+namespace {
+
+float tree16(const float* a) {
+  float r8[8], r4[4];
+  for (int j = 0; j < 8; ++j) r8[j] = a[j] + a[j + 8];
+  for (int j = 0; j < 4; ++j) r4[j] = r8[j] + r8[j + 4];
+  return (r4[0] + r4[2]) + (r4[1] + r4[3]);
+}
+
+void convert_block(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+  std::fill(out, out + kAttnBlock * hdp, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    for (int64_t i = 0; i < hd; ++i) out[p * hdp + i] = fp16_to_fp32(rows[p][i]);
+  }
+}
+
+void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                  float scale, SoftmaxState& st) {
+  float s[kAttnBlock];
+  for (int p = 0; p < valid; ++p) {
+    float lanes[16] = {};
+    for (int64_t d = 0; d < hdp; ++d) lanes[d % 16] = std::fma(k[p * hdp + d], q[d], lanes[d % 16]);
+    s[p] = tree16(lanes) * scale;
+  }
+  const float m_new = std::max(st.m, *std::max_element(s, s + valid));
+  const float c = st.m == -INFINITY ? 0.0f : exp_nonpositive(st.m - m_new);
+  float e[kAttnBlock] = {};
+  for (int p = 0; p < valid; ++p) e[p] = exp_nonpositive(s[p] - m_new);
+  st.l = st.l * c + tree16(e);
+  st.m = m_new;
+  if (c != 1.0f) {
+    for (int64_t i = 0; i < hdp; ++i) st.acc[i] *= c;
+  }
+  for (int p = 0; p < valid; ++p) {
+    for (int64_t i = 0; i < hdp; ++i) st.acc[i] = std::fma(e[p], v[p * hdp + i], st.acc[i]);
+  }
+}
+
+}  // namespace
+
+const BlockAttentionKernels& block_attention_kernels_scalar() {
+  static const BlockAttentionKernels k{convert_block, attend_block};
+  return k;
+}
+
+const BlockAttentionKernels* block_attention_kernels_avx2() {
+#if defined(PONDER_X86_KERNELS)
+  static const BlockAttentionKernels k{convert_block_avx2, attend_block_avx2};
+  if (isa_supported(Isa::kAvx2)) return &k;
+#endif
+  return nullptr;
+}
+
+const BlockAttentionKernels* block_attention_kernels_avx512() {
+#if defined(PONDER_X86_KERNELS)
+  static const BlockAttentionKernels k{convert_block_avx512, attend_block_avx512};
+  if (isa_supported(Isa::kAvx512)) return &k;
+#endif
+  return nullptr;
+}
+
+const BlockAttentionKernels& block_attention_kernels() {
+  static const BlockAttentionKernels* chosen = [] {
+    const Isa isa = active_isa();
+    if (isa == Isa::kAvx512 && block_attention_kernels_avx512() != nullptr) {
+      return block_attention_kernels_avx512();
+    }
+    if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && block_attention_kernels_avx2() != nullptr) {
+      return block_attention_kernels_avx2();
+    }
+    return &block_attention_kernels_scalar();
+  }();
+  return *chosen;
+}
+
+}  // namespace ponder

@@ -1,0 +1,53 @@
+// The kernels of the block order of attention (model/attention.h, `--flash-attn`): KV positions in
+// blocks of 16, converted once to f32 and shared by every query vector of a tile, each block's 16
+// scores computed with the positions in the lanes of one vector (no horizontal reduction per
+// position), an online softmax with the probabilities kept in f32, and the V rows added in
+// position order. Scalar reference, AVX2 and AVX-512 versions compute the same bits; the order:
+//
+//   dot(k, q) over d < hdp: lane j (0..15) chains acc_j = fma(k[d], q[d], acc_j) from +0 over
+//     d = j, j + 16, j + 32, ...; then r8[j] = acc_j + acc_{j+8}, r4[j] = r8[j] + r8[j+4],
+//     r2[j] = r4[j] + r4[j+2], dot = r2[0] + r2[1] (tree16)
+//   s[p] = dot(K[p], q) * scale for the block's first `valid` positions
+//   m' = max(m, max s); c = exp_nonpositive(m - m') (0 if m = -inf); e[p] = exp_nonpositive(s[p] - m')
+//   l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
+//     acc[i] = fma(e[p], V[p][i], acc[i]) for p = 0 .. valid - 1 in order
+//
+// Depends on cpu (ISA choice) only.
+#pragma once
+
+#include <cstdint>
+
+namespace ponder {
+
+inline constexpr int kAttnBlock = 16;  // KV positions per block of the block order
+
+// exp(x) for x <= 0 (or -inf): ggml's range reduction and degree-5 polynomial (expf_ggml),
+// scaled by 2^n exactly; 0 below x < -86 (where the result would approach the subnormals), so
+// every ISA's version is one product away from the polynomial, bit for bit.
+float exp_nonpositive(float x);
+
+// The online-softmax state of one query vector over some positions.
+struct SoftmaxState {
+  float m;    // running max of the scores (-inf: no position yet)
+  float l;    // sum of exp(s - m)
+  float* acc;  // [hdp] sum of exp(s - m) * V
+};
+
+struct BlockAttentionKernels {
+  // out[p * hdp + i] = f32(rows[p][i]) for p < n, i < hd; zeros for i in [hd, hdp) and for the
+  // rows p in [n, 16). hdp is hd rounded up to 16.
+  void (*convert_block)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+  // One query vector q [hdp] (zeros past hd) against a converted block's first `valid` (1..16)
+  // positions: k and v [16][hdp]; updates st as the header describes.
+  void (*attend_block)(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                       float scale, SoftmaxState& st);
+};
+
+// The kernels for active_isa() (PONDER_ISA may force scalar).
+const BlockAttentionKernels& block_attention_kernels();
+// The scalar reference, and where compiled and supported the AVX2 and AVX-512 versions (else nullptr).
+const BlockAttentionKernels& block_attention_kernels_scalar();
+const BlockAttentionKernels* block_attention_kernels_avx2();
+const BlockAttentionKernels* block_attention_kernels_avx512();
+
+}  // namespace ponder

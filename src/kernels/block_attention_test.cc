@@ -1,0 +1,112 @@
+// The block order's kernels: every ISA's version gives the scalar reference's bits, and the
+// result is softmax attention (against a double-precision computation).
+#include "kernels/block_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/half.h"
+
+namespace ponder {
+namespace {
+
+std::vector<const BlockAttentionKernels*> all_kernels() {
+  std::vector<const BlockAttentionKernels*> k = {&block_attention_kernels_scalar()};
+  if (block_attention_kernels_avx2() != nullptr) k.push_back(block_attention_kernels_avx2());
+  if (block_attention_kernels_avx512() != nullptr) k.push_back(block_attention_kernels_avx512());
+  return k;
+}
+
+TEST(BlockAttentionTest, ExpIsCloseToExpAndZeroFarBelow) {
+  for (float x = -85.9f; x <= 0.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    EXPECT_NEAR(exp_nonpositive(x), want, want * 4e-7) << x;
+  }
+  EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(exp_nonpositive(-86.5f), 0.0f);
+  EXPECT_EQ(exp_nonpositive(-INFINITY), 0.0f);
+}
+
+// n positions (f16 K and V rows) attended by one query in blocks of 16, as attention does.
+struct Case {
+  int64_t hd, hdp;
+  std::vector<std::vector<uint16_t>> k, v;
+  std::vector<float> q;  // [hdp], zeros past hd
+
+  Case(int64_t head_dim, int n, uint32_t seed) : hd(head_dim), hdp((head_dim + 15) / 16 * 16) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    k.assign(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
+    v = k;
+    for (auto& row : k) for (auto& e : row) e = fp32_to_fp16(3.0f * g(rng));
+    for (auto& row : v) for (auto& e : row) e = fp32_to_fp16(g(rng));
+    q.assign(static_cast<size_t>(hdp), 0.0f);
+    for (int64_t i = 0; i < hd; ++i) q[static_cast<size_t>(i)] = g(rng);
+  }
+
+  // acc / l after every block, with the given kernels; `scratch` rows >= n hold stale data.
+  std::vector<float> run(const BlockAttentionKernels& kern, float scale) const {
+    const int n = static_cast<int>(k.size());
+    std::vector<float> kf(16 * hdp, 7.0f), vf(16 * hdp, 7.0f), acc(hdp, 0.0f);
+    SoftmaxState st{-INFINITY, 0.0f, acc.data()};
+    for (int b0 = 0; b0 < n; b0 += 16) {
+      const int nb = std::min(16, n - b0);
+      const uint16_t* kr[16];
+      const uint16_t* vr[16];
+      for (int p = 0; p < nb; ++p) {
+        kr[p] = k[static_cast<size_t>(b0 + p)].data();
+        vr[p] = v[static_cast<size_t>(b0 + p)].data();
+      }
+      kern.convert_block(kr, nb, hd, hdp, kf.data());
+      kern.convert_block(vr, nb, hd, hdp, vf.data());
+      kern.attend_block(kf.data(), vf.data(), q.data(), nb, hdp, scale, st);
+    }
+    std::vector<float> out(static_cast<size_t>(hd));
+    for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] = acc[static_cast<size_t>(i)] * (1.0f / st.l);
+    for (int64_t i = hd; i < hdp; ++i) EXPECT_EQ(acc[static_cast<size_t>(i)], 0.0f);
+    return out;
+  }
+
+  std::vector<double> exact(double scale) const {
+    std::vector<double> s(k.size());
+    double mx = -INFINITY;
+    for (size_t p = 0; p < k.size(); ++p) {
+      double d = 0;
+      for (int64_t i = 0; i < hd; ++i) d += double(q[static_cast<size_t>(i)]) * fp16_to_fp32(k[p][static_cast<size_t>(i)]);
+      s[p] = d * scale;
+      mx = std::max(mx, s[p]);
+    }
+    double sum = 0;
+    for (double& e : s) sum += (e = std::exp(e - mx));
+    std::vector<double> out(static_cast<size_t>(hd), 0.0);
+    for (size_t p = 0; p < k.size(); ++p) {
+      for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] += s[p] * fp16_to_fp32(v[p][static_cast<size_t>(i)]) / sum;
+    }
+    return out;
+  }
+};
+
+TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
+  uint32_t seed = 1;
+  for (int64_t hd : {128, 64, 40}) {
+    for (int n : {1, 5, 16, 17, 40, 300}) {
+      const Case c(hd, n, seed++);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      const std::vector<float> want = c.run(block_attention_kernels_scalar(), scale);
+      const std::vector<double> exact = c.exact(scale);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], exact[i], 2e-5) << hd << " " << n;
+      for (const BlockAttentionKernels* kern : all_kernels()) {
+        const std::vector<float> got = c.run(*kern, scale);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+            << "head_dim " << hd << ", " << n << " positions";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ponder

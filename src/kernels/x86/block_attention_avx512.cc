@@ -1,0 +1,135 @@
+// AVX-512 version of the block order's kernels (kernels/block_attention.h), bit for bit the scalar
+// reference: a block's 16 scores come out of one transposing tree of shuffles and adds, which adds
+// lane j + 8 to lane j, then j + 4, j + 2 and j + 1, for all 16 positions at once.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/block_attention.h"
+
+namespace ponder {
+namespace {
+
+// exp_nonpositive on 16 lanes: the same fused steps, 2^n built from its bits.
+inline __m512 exp16_nonpositive(__m512 x) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-86.0f), _CMP_GE_OQ);
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 p = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
+  const __m512 j =
+      _mm512_fmadd_ps(p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(keep, j, _mm512_castsi512_ps(e));
+}
+
+// tree16 of one vector: (lane j) + (lane j + 8), then + 4, then (t0 + t2) + (t1 + t3).
+inline float tree16(__m512 a) {
+  const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+  const __m128 s = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));  // (t0 + t2), (t1 + t3)
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// [a.lanes 0-7 + a.lanes 8-15 | b.lanes 0-7 + b.lanes 8-15]
+inline __m512 fold8(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// Each 8-lane half of a and b: lanes 0-3 + lanes 4-7 -> [a.h0 | a.h1 | b.h0 | b.h1] (4 lanes each).
+inline __m512 fold4(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+// Within each 128-bit block: [a0 + a2, a1 + a3, b0 + b2, b1 + b3].
+inline __m512 fold2(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// Within each 128-bit block: [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
+inline __m512 fold1(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Lane p = dot(k[p], q) in tree16's order, for the 16 rows of k [16][hdp].
+inline __m512 scores16(const float* k, const float* q, int64_t hdp) {
+  __m512 acc[16];
+  for (int p = 0; p < 16; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hdp; d += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + d);
+    for (int p = 0; p < 16; ++p) acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(k + p * hdp + d), qv, acc[p]);
+  }
+  // The pairings put position p in lane p at the end: the last two folds interleave
+  // [p0 p1 | p2 p3] blocks as [a e i m | b f j n | c g k o | d h l p] with a..p these positions.
+  const __m512 ab = fold8(acc[0], acc[4]), cd = fold8(acc[8], acc[12]);
+  const __m512 ef = fold8(acc[1], acc[5]), gh = fold8(acc[9], acc[13]);
+  const __m512 ij = fold8(acc[2], acc[6]), kl = fold8(acc[10], acc[14]);
+  const __m512 mn = fold8(acc[3], acc[7]), op = fold8(acc[11], acc[15]);
+  const __m512 abcd = fold4(ab, cd), efgh = fold4(ef, gh), ijkl = fold4(ij, kl), mnop = fold4(mn, op);
+  return fold1(fold2(abcd, efgh), fold2(ijkl, mnop));
+}
+
+// acc[c] (chunks [c0, c0 + C) of the accumulator) times corr where corr != 1, plus e[p] V[p].
+template <int C>
+inline void add_values(const float* v, const float* e, int valid, int64_t hdp, float corr,
+                       float* acc, int64_t c0) {
+  __m512 a[C];
+  for (int c = 0; c < C; ++c) a[c] = _mm512_loadu_ps(acc + c0 + 16 * c);
+  if (corr != 1.0f) {
+    const __m512 cv = _mm512_set1_ps(corr);
+    for (int c = 0; c < C; ++c) a[c] = _mm512_mul_ps(a[c], cv);
+  }
+  for (int p = 0; p < valid; ++p) {
+    const __m512 w = _mm512_set1_ps(e[p]);
+    const float* vp = v + p * hdp + c0;
+    for (int c = 0; c < C; ++c) a[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vp + 16 * c), a[c]);
+  }
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(acc + c0 + 16 * c, a[c]);
+}
+
+}  // namespace
+
+void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+  for (int p = 0; p < kAttnBlock; ++p) {
+    float* o = out + p * hdp;
+    if (p >= n) {
+      for (int64_t i = 0; i < hdp; i += 16) _mm512_storeu_ps(o + i, _mm512_setzero_ps());
+      continue;
+    }
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      _mm512_storeu_ps(o + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + i))));
+    }
+    if (i < hd) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (hd - i)) - 1);
+      _mm512_storeu_ps(o + i, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, rows[p] + i)));
+    }
+  }
+}
+
+void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                         float scale, SoftmaxState& st) {
+  const __mmask16 live = static_cast<__mmask16>((1u << valid) - 1);
+  const __m512 s = _mm512_mul_ps(scores16(k, q, hdp), _mm512_set1_ps(scale));
+  const float m_new = std::max(st.m, _mm512_mask_reduce_max_ps(live, s));
+  const float corr =
+      st.m == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp16_nonpositive(_mm512_set1_ps(st.m - m_new)));
+  const __m512 e = _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
+  st.l = st.l * corr + tree16(e);
+  st.m = m_new;
+  alignas(64) float ev[kAttnBlock];
+  _mm512_store_ps(ev, e);
+  int64_t c0 = 0;
+  for (; c0 + 128 <= hdp; c0 += 128) add_values<8>(v, ev, valid, hdp, corr, st.acc, c0);
+  for (; c0 < hdp; c0 += 16) add_values<1>(v, ev, valid, hdp, corr, st.acc, c0);
+}
+
+}  // namespace ponder
