@@ -133,8 +133,8 @@ struct BlockOrder {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
       for (int p = 0; p < nb; ++p) {
         const int64_t pos = b0 + p;
-        krows[p] = in.cache.k(in.layer, table[pos / bs], pos % bs) + kvh * hd;
-        vrows[p] = in.cache.v(in.layer, table[pos / bs], pos % bs) + kvh * hd;
+        krows[p] = in.cache.k(in.layer, table[pos / bs], kvh, pos % bs);
+        vrows[p] = in.cache.v(in.layer, table[pos / bs], kvh, pos % bs);
       }
       kern.convert_block(krows, nb, hd, hdp, kf);
       kern.convert_block(vrows, nb, hd, hdp, vf);
@@ -290,10 +290,10 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
     }
     // Scores sc[qv * max_pad + p]; a row's positions past its own are computed and never used.
     for (int64_t p = 0; p < n_kv; ++p) {
-      kern.dot_f16_heads(in.cache.k(in.layer, table[p / bs], p % bs) + kvh * hd, qh,
+      kern.dot_f16_heads(in.cache.k(in.layer, table[p / bs], kvh, p % bs), qh,
                          static_cast<int>(nq), hd, dots);
       for (int64_t qv = 0; qv < nq; ++qv) sc[qv * max_pad + p] = dots[qv] * scale;
-      vrows[p] = in.cache.v(in.layer, table[p / bs], p % bs) + kvh * hd;
+      vrows[p] = in.cache.v(in.layer, table[p / bs], kvh, p % bs);
     }
     for (int64_t qv = 0; qv < nq; ++qv) {
       const int64_t n_row = batch.rows[rb + qv / group].pos + 1;

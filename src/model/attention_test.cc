@@ -22,7 +22,7 @@ struct AttentionCase {
   std::vector<float> q;
 
   AttentionCase(int64_t head_dim, const std::vector<std::pair<int32_t, int32_t>>& rows /* (seq, pos) */)
-      : config(make_config(head_dim)), cache(1, config.n_head_kv * head_dim, 4 * 64, 16) {
+      : config(make_config(head_dim)), cache(1, config.n_head_kv, head_dim, 4 * 64, 16) {
     std::mt19937 rng(5);
     std::normal_distribution<float> g(0.0f, 1.0f);
     // Sequence s owns blocks s, s + 4, s + 8, ... (not contiguous, as in the block pool).
@@ -32,9 +32,11 @@ struct AttentionCase {
     }
     for (int64_t b = 0; b < cache.n_blocks(); ++b) {
       for (int64_t slot = 0; slot < cache.block_size(); ++slot) {
-        for (int64_t i = 0; i < cache.kv_dim(); ++i) {
-          cache.k(0, b, slot)[i] = fp32_to_fp16(3.0f * g(rng));
-          cache.v(0, b, slot)[i] = fp32_to_fp16(g(rng));
+        for (int64_t h = 0; h < cache.n_head_kv(); ++h) {
+          for (int64_t i = 0; i < head_dim; ++i) {
+            cache.k(0, b, h, slot)[i] = fp32_to_fp16(3.0f * g(rng));
+            cache.v(0, b, h, slot)[i] = fp32_to_fp16(g(rng));
+          }
         }
       }
     }
@@ -80,7 +82,7 @@ struct AttentionCase {
         std::vector<double> s(static_cast<size_t>(row.pos + 1));
         double mx = -INFINITY;
         for (int64_t p = 0; p <= row.pos; ++p) {
-          const uint16_t* k = cache.k(0, table[p / 16], p % 16) + kvh * hd;
+          const uint16_t* k = cache.k(0, table[p / 16], kvh, p % 16);
           double d = 0;
           for (int64_t i = 0; i < hd; ++i) d += double(round_q ? round_through_fp16(qh[i]) : qh[i]) * fp16_to_fp32(k[i]);
           s[p] = d / std::sqrt(double(hd));
@@ -91,7 +93,7 @@ struct AttentionCase {
         for (int64_t i = 0; i < hd; ++i) {
           double acc = 0;
           for (int64_t p = 0; p <= row.pos; ++p)
-            acc += s[p] * fp16_to_fp32((cache.v(0, table[p / 16], p % 16) + kvh * hd)[i]);
+            acc += s[p] * fp16_to_fp32(cache.v(0, table[p / 16], kvh, p % 16)[i]);
           out[(r * config.n_head + h) * hd + i] = acc / sum;
         }
       }

@@ -46,7 +46,7 @@ bool Qwen2Model::x16_default() {
 }
 
 KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {
-  return KvCache(config_.n_layer, config_.n_head_kv * config_.head_dim, n_blocks, block_size);
+  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size);
 }
 
 Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
@@ -132,11 +132,13 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       for (int64_t h = 0; h < c.n_head; ++h) rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, rc, rs);
       for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, rc, rs);
       const int32_t block = batch.block_tables[row.seq][row.pos / bs];
-      uint16_t* kc = cache.k(il, block, row.pos % bs);
-      uint16_t* vc = cache.v(il, block, row.pos % bs);
-      for (int64_t i = 0; i < kv_dim; ++i) {
-        kc[i] = fp32_to_fp16(k_[r * kv_dim + i]);
-        vc[i] = fp32_to_fp16(v_[r * kv_dim + i]);
+      for (int64_t h = 0; h < c.n_head_kv; ++h) {
+        uint16_t* kc = cache.k(il, block, h, row.pos % bs);
+        uint16_t* vc = cache.v(il, block, h, row.pos % bs);
+        for (int64_t i = 0; i < c.head_dim; ++i) {
+          kc[i] = fp32_to_fp16(k_[r * kv_dim + h * c.head_dim + i]);
+          vc[i] = fp32_to_fp16(v_[r * kv_dim + h * c.head_dim + i]);
+        }
       }
     }
 
@@ -184,9 +186,8 @@ void Qwen2Model::rotate_keys(KvCache& cache, int64_t block, int64_t n_slots, int
   rope_table(delta, c.head_dim, c.rope_theta, cos_t.data(), sin_t.data());
   for (int64_t l = 0; l < c.n_layer; ++l) {
     for (int64_t slot = 0; slot < n_slots; ++slot) {
-      uint16_t* kv = cache.k(l, block, slot);  // [n_head_kv * head_dim] f16
       for (int64_t h = 0; h < c.n_head_kv; ++h) {
-        uint16_t* head = kv + h * c.head_dim;
+        uint16_t* head = cache.k(l, block, h, slot);  // [head_dim] f16
         for (int64_t i = 0; i < c.head_dim; ++i) k[static_cast<size_t>(i)] = fp16_to_fp32(head[i]);
         rope_neox(k.data(), c.head_dim, cos_t.data(), sin_t.data());
         for (int64_t i = 0; i < c.head_dim; ++i) head[i] = fp32_to_fp16(k[static_cast<size_t>(i)]);

@@ -115,21 +115,27 @@ TEST(Qwen2ModelTest, RotatedKeysEqualKeysComputedAtTheNewPositions) {
   const std::vector<int32_t> at_d = {6, 7, 1};  // positions 32.. live in table index 2: block 1
   run(at0, 0);
   run(at_d, static_cast<int32_t>(d));
+  // Layer l's keys of block 0, head by head: [n_head_kv][tokens][head_dim].
+  auto keys = [&](int64_t layer, int64_t block) {
+    std::vector<uint16_t> k;
+    for (int64_t h = 0; h < c.n_head_kv; ++h) {
+      const uint16_t* head = cache.k(layer, block, h, 0);
+      k.insert(k.end(), head, head + tokens.size() * c.head_dim);
+    }
+    return k;
+  };
   std::vector<std::vector<uint16_t>> before;
-  for (int64_t layer = 0; layer < c.n_layer; ++layer) {
-    before.emplace_back(cache.k(layer, 0, 0), cache.k(layer, 0, 0) + tokens.size() * c.n_head_kv * c.head_dim);
-  }
+  for (int64_t layer = 0; layer < c.n_layer; ++layer) before.push_back(keys(layer, 0));
   m.rotate_keys(cache, 0, static_cast<int64_t>(tokens.size()), static_cast<int32_t>(d));
   {
     const int64_t layer = 0;
     double max_diff = 0, max_abs = 0;
-    for (size_t slot = 0; slot < tokens.size(); ++slot) {
-      for (int64_t i = 0; i < c.n_head_kv * c.head_dim; ++i) {
-        const float a = fp16_to_fp32(cache.k(layer, 0, static_cast<int64_t>(slot))[i]);
-        const float b = fp16_to_fp32(cache.k(layer, 1, static_cast<int64_t>(slot))[i]);
-        max_diff = std::max(max_diff, static_cast<double>(std::fabs(a - b)));
-        max_abs = std::max(max_abs, static_cast<double>(std::fabs(b)));
-      }
+    const std::vector<uint16_t> rotated = keys(layer, 0), fresh = keys(layer, 1);
+    for (size_t i = 0; i < rotated.size(); ++i) {
+      const float a = fp16_to_fp32(rotated[i]);
+      const float b = fp16_to_fp32(fresh[i]);
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(a - b)));
+      max_abs = std::max(max_abs, static_cast<double>(std::fabs(b)));
     }
     EXPECT_LT(max_diff, 2e-3 * std::max(1.0, max_abs));
   }
@@ -137,8 +143,9 @@ TEST(Qwen2ModelTest, RotatedKeysEqualKeysComputedAtTheNewPositions) {
   for (int64_t layer = 0; layer < c.n_layer; ++layer) {
     double back = 0, max_abs = 0;
     const std::vector<uint16_t>& b = before[static_cast<size_t>(layer)];
+    const std::vector<uint16_t> now = keys(layer, 0);
     for (size_t i = 0; i < b.size(); ++i) {
-      back = std::max(back, static_cast<double>(std::fabs(fp16_to_fp32(cache.k(layer, 0, 0)[i]) - fp16_to_fp32(b[i]))));
+      back = std::max(back, static_cast<double>(std::fabs(fp16_to_fp32(now[i]) - fp16_to_fp32(b[i]))));
       max_abs = std::max(max_abs, static_cast<double>(std::fabs(fp16_to_fp32(b[i]))));
     }
     EXPECT_LT(back, 2e-3 * std::max(1.0, max_abs)) << "layer " << layer;
