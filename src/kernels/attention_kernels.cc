@@ -1,7 +1,6 @@
 #include "kernels/attention_kernels.h"
 
 #include <cmath>
-#include <vector>
 
 #include "cpu/cpu_features.h"
 #include "kernels/dot_ggml_order.h"
@@ -18,10 +17,6 @@ void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* pro
 void reduce_lanes_f16_avx512(const float* acc, int64_t dim, float* out);
 void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n);
 void dot_f16_heads_avx512(const uint16_t* x, const uint16_t* y, int n_y, int64_t n, float* out);
-void dot_f16_f32_heads_avx512(const uint16_t* x, const float* y, int n_y, int64_t n, float* out,
-                              int64_t out_stride);
-void mad_rows_f16_avx512(const uint16_t* const* rows, int64_t n, const float* w, int64_t w_stride,
-                         int n_out, int64_t dim, float* acc, float* scratch);
 #endif
 
 namespace {
@@ -57,34 +52,11 @@ void scaled_to_f16(const float* x, float scale, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i] * scale);
 }
 
-void dot_f16_f32_heads(const uint16_t* x, const float* y, int n_y, int64_t n, float* out,
-                       int64_t out_stride) {
-  std::vector<uint16_t> yh(static_cast<size_t>(n));
-  for (int h = 0; h < n_y; ++h) {
-    for (int64_t i = 0; i < n; ++i) yh[static_cast<size_t>(i)] = fp32_to_fp16(y[h * n + i]);
-    out[h * out_stride] = dot_f16_ggml(x, yh.data(), n);
-  }
-}
-
-void mad_rows_f16(const uint16_t* const* rows, int64_t n, const float* w, int64_t w_stride,
-                  int n_out, int64_t dim, float* acc, float* scratch) {
-  for (int64_t p = 0; p < n; ++p) {
-    for (int64_t i = 0; i < dim; ++i) scratch[p * dim + i] = fp16_to_fp32(rows[p][i]);
-  }
-  for (int o = 0; o < n_out; ++o) {
-    float* a = acc + o * dim;
-    for (int64_t p = 0; p < n; ++p) {
-      const float wp = w[o * w_stride + p];
-      for (int64_t i = 0; i < dim; ++i) a[i] = std::fma(wp, scratch[p * dim + i], a[i]);
-    }
-  }
-}
 }  // namespace
 
 const AttentionKernels& attention_kernels_scalar() {
   static const AttentionKernels k{dot_f16_ggml,        dot_f16_heads,    weighted_rows_f16_ggml,
-                                  accumulate_rows_f16, reduce_lanes_f16, scaled_to_f16,
-                                  dot_f16_f32_heads,   mad_rows_f16};
+                                  accumulate_rows_f16, reduce_lanes_f16, scaled_to_f16};
   return k;
 }
 
@@ -94,9 +66,7 @@ const AttentionKernels* attention_kernels_avx512() {
                                   weighted_rows_f16_ggml_avx512,
                                   accumulate_rows_f16_avx512,
                                   reduce_lanes_f16_avx512,
-                                  scaled_to_f16_avx512,
-                                  dot_f16_f32_heads_avx512,
-                                  mad_rows_f16_avx512};
+                                  scaled_to_f16_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

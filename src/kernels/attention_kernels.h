@@ -30,16 +30,6 @@ struct AttentionKernels {
   // y[i] = f16(x[i] * scale), rounded to nearest even (fp32_to_fp16 of quant/half.h)
   void (*scaled_to_f16)(const float* x, float scale, uint16_t* y, int64_t n);
 
-  // The two products of flash attention (model/attention.h):
-  // out[h * out_stride] = dot_f16_ggml(x, f16(y + h * n), n) for h < n_y, where every y value is
-  // an f16 value held in float (so the conversion is exact): one K row against n_y query vectors.
-  void (*dot_f16_f32_heads)(const uint16_t* x, const float* y, int n_y, int64_t n, float* out,
-                            int64_t out_stride);
-  // acc[o * dim + i] = fma(w[o * w_stride + p], rows[p][i], acc[o * dim + i]) for p = 0, 1, ..
-  // n - 1 in that order, for every o < n_out and i < dim: n_out weighted sums of the same f16 rows
-  // (V), each a plain sequential chain of fused multiply-adds. scratch: n * dim floats.
-  void (*mad_rows_f16)(const uint16_t* const* rows, int64_t n, const float* w, int64_t w_stride,
-                       int n_out, int64_t dim, float* acc, float* scratch);
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

@@ -94,51 +94,6 @@ TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
       for (int h = 0; h < heads; ++h) EXPECT_EQ(a[h], ref.dot_f16(x.data(), y.data() + h * n, n));
     }
   }
-  // Flash attention's products: one row against query vectors held in f32 (f16 values), and
-  // weighted sums of f16 rows into running accumulators.
-  for (int64_t n : {64, 128, 100}) {
-    for (int heads : {1, 3, 6, 7, 48}) {
-      std::vector<uint16_t> x(n), yh(n * heads);
-      std::vector<float> y(n * heads);
-      for (auto& e : x) e = fp32_to_fp16(g(rng));
-      for (int64_t i = 0; i < n * heads; ++i) y[i] = fp16_to_fp32(yh[i] = fp32_to_fp16(g(rng)));
-      const int64_t stride = 3;
-      std::vector<float> a(heads * stride, -1.0f), b(heads * stride, -1.0f);
-      ref.dot_f16_f32_heads(x.data(), y.data(), heads, n, a.data(), stride);
-      simd->dot_f16_f32_heads(x.data(), y.data(), heads, n, b.data(), stride);
-      ASSERT_EQ(std::memcmp(a.data(), b.data(), 4 * heads * stride), 0) << "heads " << heads << " n " << n;
-      for (int h = 0; h < heads; ++h) {
-        EXPECT_EQ(a[h * stride], ref.dot_f16(x.data(), yh.data() + h * n, n));
-        EXPECT_EQ(a[h * stride + 1], -1.0f);  // only every stride-th element written
-      }
-    }
-  }
-  for (int64_t dim : {128, 64, 40, 20}) {
-    for (int64_t n : {1, 17, 64}) {
-      for (int n_out : {1, 2, 5, 48}) {
-        std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
-        std::vector<const uint16_t*> rows;
-        for (auto& row : v) {
-          for (auto& e : row) e = fp32_to_fp16(g(rng));
-          rows.push_back(row.data());
-        }
-        const int64_t w_stride = 64;
-        std::vector<float> w(n_out * w_stride), acc0(n_out * dim);
-        for (auto& e : w) e = std::fabs(g(rng));
-        for (auto& e : acc0) e = g(rng);
-        std::vector<float> a = acc0, b = acc0, scratch(n * dim);
-        ref.mad_rows_f16(rows.data(), n, w.data(), w_stride, n_out, dim, a.data(), scratch.data());
-        simd->mad_rows_f16(rows.data(), n, w.data(), w_stride, n_out, dim, b.data(), scratch.data());
-        ASSERT_EQ(std::memcmp(a.data(), b.data(), 4 * n_out * dim), 0)
-            << "dim " << dim << " n " << n << " outputs " << n_out;
-        // A plain chain of fused multiply-adds over the rows in order.
-        float want = acc0[dim + 3 - (n_out == 1 ? dim : 0)];
-        const int o = n_out == 1 ? 0 : 1;
-        for (int64_t p = 0; p < n; ++p) want = std::fma(w[o * w_stride + p], fp16_to_fp32(v[p][3]), want);
-        EXPECT_EQ(a[o * dim + 3], want);
-      }
-    }
-  }
   // Rounding to f16: ties, values past f16's range, subnormal results, zeros, infinities.
   std::vector<float> x = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 6e-8f, 3e-8f, 2.98e-8f,
                           1e-10f, 1.0009765625f, 1.00048828125f, INFINITY, -INFINITY};

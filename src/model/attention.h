@@ -1,16 +1,16 @@
 // Causal GQA attention of a batch's rows over the KV cache, in two float orders:
-// - flash order (opt-in, `--flash-attn`): rows of one sequence go in tiles of up to kFlashRows, and each tile
-//   streams its KV positions in blocks of kFlashBlock with an online softmax (running max, rescaled
-//   sums), so a tile reads every K and V row once, and the work per position is two short runs of
-//   fused multiply-adds per query head (see attention.cc for the exact order);
+// - flash order (opt-in, `--flash-attn`): the block order of kernels/block_attention.h. Rows of one
+//   sequence go in tiles of up to kFlashRows; each tile's KV positions are split into chunks of
+//   kAttnChunk (fixed by position, so a long context is shared by the threads, split-K) whose
+//   blocks of 16 go through an online softmax in f32, and the chunks' states are folded in order
+//   (attention.cc). It meets the golden README's exact-computation rule on every file.
 // - ggml order (the default): llama.cpp's non-flash CPU path, operation for operation (scores for
 //   all positions, softmax with one max, probabilities rounded to f16, 64-lane weighted sums), with
 //   the rows of one sequence in tiles of kGgmlTileRows so that each K and V row is read once per
-//   tile rather than once per row (a long prompt's rows all attend over the same cache). The
-//   tiny golden models are chaotic: the flash order alone moves their mean dlogp to ~0.027 against
-//   a threshold of 0.02 (docs/numerics.md), so it cannot be the default.
+//   tile rather than once per row (a long prompt's rows all attend over the same cache).
 // Both are batch invariant: a row's result does not depend on the other rows of its batch.
-// Depends on base (thread pool), kernels (attention_kernels.h) and model (Batch, KvCache, config).
+// Depends on base (thread pool), kernels (attention_kernels.h, block_attention.h) and model
+// (Batch, KvCache, config).
 #pragma once
 
 #include <cstdint>

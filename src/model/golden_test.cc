@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "model/pgld.h"
@@ -41,13 +42,31 @@ LogitDiff run_golden(Qwen2Model& model, const Pgld& golden, ThreadPool& pool) {
   return diff;
 }
 
+// tiny-<type>.gguf with attention in the given order; the model views the file's mapping, so the
+// file is kept beside it. model is nullptr (and the test failed) if either does not load.
+struct TinyModel {
+  GgufFile file;
+  std::unique_ptr<Qwen2Model> model;
+};
+
+TinyModel load_tiny(const std::string& type, bool flash_attn) {
+  auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
+  EXPECT_TRUE(file.has_value()) << file.status().message();
+  if (!file.has_value()) return {};
+  TinyModel t{std::move(*file), nullptr};
+  auto model = Qwen2Model::load(t.file);
+  EXPECT_TRUE(model.has_value()) << model.status().message();
+  if (!model.has_value()) return t;
+  t.model = std::move(*model);
+  t.model->set_flash_attention(flash_attn);
+  return t;
+}
+
 // Every golden of `type` through the model, with attention in the default or the flash order.
 void check_goldens(const std::string& type, bool flash_attn) {
-  auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
-  ASSERT_TRUE(file.has_value()) << file.status().message();
-  auto model = Qwen2Model::load(*file);
-  ASSERT_TRUE(model.has_value()) << model.status().message();
-  (*model)->set_flash_attention(flash_attn);
+  TinyModel tiny = load_tiny(type, flash_attn);
+  ASSERT_NE(tiny.model, nullptr);
+  Qwen2Model& model = *tiny.model;
   ThreadPool pool(2);
   const Thresholds t = thresholds_for(type);
   std::vector<std::string> goldens = {type + "-p1", type + "-p2", type + "-p3"};
@@ -55,8 +74,8 @@ void check_goldens(const std::string& type, bool flash_attn) {
   for (const std::string& name : goldens) {
     auto golden = Pgld::read(kShared + "/golden/" + name + ".pgld");
     ASSERT_TRUE(golden.has_value()) << golden.status().message();
-    ASSERT_EQ(golden->n_vocab, (*model)->config().n_vocab);
-    LogitDiff d = run_golden(**model, *golden, pool);
+    ASSERT_EQ(golden->n_vocab, model.config().n_vocab);
+    LogitDiff d = run_golden(model, *golden, pool);
     testing::Test::RecordProperty(name + "_mean", std::to_string(d.mean()));
     std::printf("%-16s %s mean %.5f max %.5f top1 %.3f (%lld rows)\n", name.c_str(),
                 flash_attn ? "flash" : "     ", d.mean(), d.max_dlogp, d.top1_rate(),
@@ -95,18 +114,16 @@ ExactReference llama_cpp_from_exact(const std::string& type) {
 // The rule for a float order other than llama.cpp's: against exact/<TYPE>-<p>.pgld, mean dlogp at
 // most 1.1 x llama.cpp's + 0.001 and top-1 agreement at least llama.cpp's - 0.02.
 void check_exact_rule(const std::string& type, bool flash_attn) {
-  auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
-  ASSERT_TRUE(file.has_value()) << file.status().message();
-  auto model = Qwen2Model::load(*file);
-  ASSERT_TRUE(model.has_value()) << model.status().message();
-  (*model)->set_flash_attention(flash_attn);
+  TinyModel tiny = load_tiny(type, flash_attn);
+  ASSERT_NE(tiny.model, nullptr);
+  Qwen2Model& model = *tiny.model;
   ThreadPool pool(2);
   const ExactReference ref = llama_cpp_from_exact(type);
   for (int p = 0; p < 3; ++p) {
     const std::string name = type + "-p" + std::to_string(p + 1);
     auto exact = Pgld::read(kShared + "/golden/exact/" + name + ".pgld");
     ASSERT_TRUE(exact.has_value()) << exact.status().message();
-    LogitDiff d = run_golden(**model, *exact, pool);
+    LogitDiff d = run_golden(model, *exact, pool);
     std::printf("%-12s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp %.3f)\n",
                 name.c_str(), flash_attn ? "flash" : "ggml ", d.mean(), ref.mean[p],
                 1.1 * ref.mean[p] + 0.001, d.top1_rate(), ref.top1[p]);
