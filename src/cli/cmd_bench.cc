@@ -92,7 +92,7 @@ int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prompt processing and generation speed"};
   std::string model_path, output = "md";
   std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches, depths = {0};
-  std::vector<int> flash = {0};
+  std::vector<int> flash = {1};
   std::vector<int> threads;
   int reps = 5;
   bool no_bandwidth = false, pin = false;
@@ -103,7 +103,7 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-d,--n-depth", depths, "tokens already in the context before each test (e.g. 0,4096)")->delimiter(',')->capture_default_str();
-  app.add_option("--flash-attn", flash, "attention order: 0 llama.cpp's (default), 1 flash; a list sweeps")->delimiter(',')->check(CLI::IsMember({0, 1}));
+  app.add_option("--flash-attn", flash, "attention order: 1 the block order (default), 0 llama.cpp's; a list sweeps")->delimiter(',')->check(CLI::IsMember({0, 1}));
   app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")->delimiter(',');
   app.add_option("-r,--repetitions", reps, "repetitions per test")->capture_default_str();
   app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
@@ -158,9 +158,9 @@ int run_bench_cmd(int argc, char** argv) {
     for (int fa : flash) {
       s.model->set_flash_attention(fa != 0);
       for (int32_t d : depths) {
-        // llama-bench's names: "pp512", "tg128 @ d4096"; " fa" marks the flash order.
+        // llama-bench's names: "pp512", "tg128 @ d4096"; " ggml" marks llama.cpp's attention order.
         auto add = [&](const std::string& base, int32_t p, int32_t g, int32_t seqs) -> bool {
-          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? " fa" : "");
+          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? "" : " ggml");
           auto r = run_bench(*s.model, p, g, seqs, reps, pool, 512, d);
           if (!r.has_value()) {
             fail("bench", r.status().message());

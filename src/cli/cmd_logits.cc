@@ -41,8 +41,9 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, const std::str
 
 int run_logits(int argc, char** argv) {
   CLI::App app{"Write logits in the PGLD format (../shared/golden/README.md)"};
-  std::string model_path, prompt_file, tokens_file, compare, out;
+  std::string model_path, prompt_file, tokens_file, out;
   int n_gen = 0, threads = 0;
+  bool flash_attn = true;
   uint32_t top_k = 64;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   auto* pf = app.add_option("--prompt-file", prompt_file, "prompt text (special tokens parsed, no BOS added)");
@@ -51,6 +52,7 @@ int run_logits(int argc, char** argv) {
   app.add_option("--gen", n_gen, "greedy tokens to generate after the prompt")->capture_default_str();
   app.add_option("--top-k", top_k, "logits kept per row (0: all)")->capture_default_str();
   app.add_option("-t,--threads", threads, "threads");
+  app.add_option("--flash-attn", flash_attn, "attention order: 1 the block order (default), 0 llama.cpp's")->capture_default_str();
   app.add_option("--out", out, "output .pgld file")->required();
   CLI11_PARSE(app, argc, argv);
   if (prompt_file.empty() && tokens_file.empty()) return fail("logits", "give --prompt-file or --tokens-file");
@@ -59,6 +61,7 @@ int run_logits(int argc, char** argv) {
   auto session = ModelSession::open(model_path);
   if (!session.has_value()) return fail("logits", session.status().message());
   ModelSession& s = **session;
+  s.model->set_flash_attention(flash_attn);
   const std::string& in_path = prompt_file.empty() ? tokens_file : prompt_file;
   auto text = read_file(in_path);
   if (!text.has_value()) return fail("logits", text.status().message());

@@ -30,8 +30,9 @@ void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-t,--threads", threads, "threads for generation (default: the physical cores)");
   app.add_option("--threads-batch", threads_batch, "threads for prompt processing (default: --threads)");
   app.add_flag("--pin", pin, "pin threads to physical cores");
-  app.add_flag("--flash-attn", flash_attn,
-               "flash-order attention (streams the KV cache; logits differ from llama.cpp's default)");
+  app.add_option("--flash-attn", flash_attn,
+                 "attention order: 1 the block order (flash-style, the default), 0 llama.cpp's non-flash order "
+                 "(its logits bit for bit, slower at depth)")->capture_default_str();
   app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate, thinking included (0: up to the context)")->capture_default_str();
   app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")->capture_default_str();
   app.add_option("--top-k", gen.sampling.top_k, "top-k (0: off)")->capture_default_str();

@@ -23,7 +23,7 @@ struct GenerationFlags {
   int threads_batch = 0;  // 0: as threads
   bool pin = false;
   bool hide_thinking = false;
-  bool flash_attn = false;
+  bool flash_attn = true;
   int32_t batch_size = 512;
   int64_t kv_mem_mib = 0;  // > 0: the KV pool's size in MiB instead of -c positions
   bool mlock = false;
