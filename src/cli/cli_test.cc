@@ -74,6 +74,12 @@ TEST(CliTest, RunGeneratesAndReportsTimings) {
   EXPECT_NE(r.out.find("first token"), std::string::npos) << r.out;
 }
 
+TEST(CliTest, RunWithAQ8_0KvCache) {
+  Result r = run("run -m " + kShared + "/models/tiny-Q4_K_M.gguf -p 'What is 2+2?' -n 8 --temp 0 --cache-type-k q8_0 --cache-type-v q8_0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+}
+
 TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
   const std::string tiny = kShared + "/models/tiny-Q8_0.gguf";
   struct Case {
@@ -85,6 +91,8 @@ TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
       {"run -m " + tiny + " -p 'a b c d e f g h i j k l m n o p q r s t' --ctx 16", "but the context holds 16"},
       {"run -m " + tiny + " -p hi --chat-template nonsense", "nonsense"},
       {"info /etc/os-release", "not a GGUF file"},
+      {"run -m " + tiny + " -p hi --flash-attn 0 --cache-type-v q8_0", "needs the block order of attention"},
+      {"run -m " + tiny + " -p hi --cache-type-k q4_0", "q4_0"},
       {"nosuchcommand", "unknown command"},
   };
   for (const Case& c : cases) {

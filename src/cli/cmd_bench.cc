@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 #include "cli/model_session.h"
 #include "cpu/cpu_features.h"
 #include "cpu/memory_bandwidth.h"
@@ -93,6 +94,7 @@ int run_bench_cmd(int argc, char** argv) {
   std::string model_path, output = "md";
   std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches, depths = {0};
   std::vector<int> flash = {1};
+  KvTypeFlags kv_types;
   std::vector<int> threads;
   int reps = 5;
   bool no_bandwidth = false, pin = false;
@@ -104,6 +106,7 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
   app.add_option("-d,--n-depth", depths, "tokens already in the context before each test (e.g. 0,4096)")->delimiter(',')->capture_default_str();
   app.add_option("--flash-attn", flash, "attention order: 1 the block order (default), 0 llama.cpp's; a list sweeps")->delimiter(',')->check(CLI::IsMember({0, 1}));
+  kv_types.add_to(app);
   app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")->delimiter(',');
   app.add_option("-r,--repetitions", reps, "repetitions per test")->capture_default_str();
   app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
@@ -136,14 +139,14 @@ int run_bench_cmd(int argc, char** argv) {
   ModelSession& s = **session;
   s.model->wait_x16_cache_write();  // a first start writes the x16 cache: not while measuring
   if (sweep > 0) {
-    s.model->set_flash_attention(flash.back() != 0);
+    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok()) return fail("bench", st.message());
     return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
   }
   if (!concurrent.empty()) {
     for (int32_t n : concurrent) {
       if (n < 1) return fail("bench", fmt::format("--concurrent {} must be at least 1", n));
     }
-    if (flash.size() == 1) s.model->set_flash_attention(flash[0] != 0);
+    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok()) return fail("bench", st.message());
     return run_serving(s, concurrent, serve_prompt, serve_gen, late_prompt,
                        *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch, output);
   }
@@ -153,14 +156,15 @@ int run_bench_cmd(int argc, char** argv) {
   for (const TensorInfo& t : s.file.tensors()) n_params += t.n_elements;
 
   std::vector<Row> rows;
+  const std::string kv_suffix = kv_types.k == "f16" && kv_types.v == "f16" ? "" : " kv " + kv_types.k + "/" + kv_types.v;
   for (int t : threads) {
     ThreadPool pool(t, pin ? cpu_topology().one_cpu_per_core : std::vector<int>{});
     for (int fa : flash) {
-      s.model->set_flash_attention(fa != 0);
+      if (Status st = kv_types.apply(*s.model, fa != 0); !st.is_ok()) return fail("bench", st.message());
       for (int32_t d : depths) {
         // llama-bench's names: "pp512", "tg128 @ d4096"; " ggml" marks llama.cpp's attention order.
         auto add = [&](const std::string& base, int32_t p, int32_t g, int32_t seqs) -> bool {
-          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? "" : " ggml");
+          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? "" : " ggml") + kv_suffix;
           auto r = run_bench(*s.model, p, g, seqs, reps, pool, 512, d);
           if (!r.has_value()) {
             fail("bench", r.status().message());
@@ -217,6 +221,8 @@ int run_bench_cmd(int argc, char** argv) {
                      {"n_seq", row.r.n_seq},
                      {"n_depth", row.r.n_depth},
                      {"flash_attn", row.r.flash_attn},
+                     {"type_k", kv_types.k},
+                     {"type_v", kv_types.v},
                      {"avg_ns", static_cast<int64_t>(row.r.mean_s() * 1e9)},
                      {"stddev_ns", static_cast<int64_t>(row.r.stddev_s() * 1e9)},
                      {"avg_ts", row.r.mean_ts()},

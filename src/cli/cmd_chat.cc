@@ -33,7 +33,7 @@ int run_chat(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("chat", session.status().message());
   ModelSession& s = **session;
-  s.model->set_flash_attention(flags.flash_attn);
+  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok()) return fail("chat", st.message());
   flags.apply_to_process(s);
   auto tmpl = s.chat_template(flags.template_name);
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());

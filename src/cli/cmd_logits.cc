@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 #include "cli/model_session.h"
 #include "model/pgld.h"
 #include "runtime/generator.h"
@@ -53,6 +54,8 @@ int run_logits(int argc, char** argv) {
   app.add_option("--top-k", top_k, "logits kept per row (0: all)")->capture_default_str();
   app.add_option("-t,--threads", threads, "threads");
   app.add_option("--flash-attn", flash_attn, "attention order: 1 the block order (default), 0 llama.cpp's")->capture_default_str();
+  KvTypeFlags kv_types;
+  kv_types.add_to(app);
   app.add_option("--out", out, "output .pgld file")->required();
   CLI11_PARSE(app, argc, argv);
   if (prompt_file.empty() && tokens_file.empty()) return fail("logits", "give --prompt-file or --tokens-file");
@@ -61,7 +64,7 @@ int run_logits(int argc, char** argv) {
   auto session = ModelSession::open(model_path);
   if (!session.has_value()) return fail("logits", session.status().message());
   ModelSession& s = **session;
-  s.model->set_flash_attention(flash_attn);
+  if (Status st = kv_types.apply(*s.model, flash_attn); !st.is_ok()) return fail("logits", st.message());
   const std::string& in_path = prompt_file.empty() ? tokens_file : prompt_file;
   auto text = read_file(in_path);
   if (!text.has_value()) return fail("logits", text.status().message());

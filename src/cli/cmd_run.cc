@@ -26,7 +26,7 @@ int run_run(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("run", session.status().message());
   ModelSession& s = **session;
-  s.model->set_flash_attention(flags.flash_attn);
+  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok()) return fail("run", st.message());
   flags.apply_to_process(s);
 
   std::vector<int32_t> tokens;

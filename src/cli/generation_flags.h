@@ -15,6 +15,15 @@
 
 namespace ponder::cli {
 
+// --cache-type-k / --cache-type-v (llama.cpp's -ctk / -ctv): f16 or q8_0, for every command that
+// runs the model.
+struct KvTypeFlags {
+  std::string k = "f16", v = "f16";
+  void add_to(CLI::App& app);
+  // The attention order and the KV types on the model; a clear error for a bad combination.
+  Status apply(Qwen2Model& model, bool flash_attn) const;
+};
+
 struct GenerationFlags {
   std::string model_path;
   std::string template_name;
@@ -24,6 +33,7 @@ struct GenerationFlags {
   bool pin = false;
   bool hide_thinking = false;
   bool flash_attn = true;
+  KvTypeFlags kv_types;
   int32_t batch_size = 512;
   int64_t kv_mem_mib = 0;  // > 0: the KV pool's size in MiB instead of -c positions
   bool mlock = false;

@@ -11,9 +11,11 @@ namespace ponder {
 
 #if defined(PONDER_X86_KERNELS)
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
 void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                        float scale, SoftmaxState& st);
 void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st);
 #endif
@@ -51,6 +53,19 @@ void convert_block(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, 
   }
 }
 
+void convert_block_q8_0(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+  std::fill(out, out + kAttnBlock * hdp, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    for (int64_t b = 0; b < hd / 32; ++b) {
+      const uint8_t* blk = rows[p] + b * 34;
+      uint16_t dh;
+      std::memcpy(&dh, blk, sizeof(dh));
+      const float d = fp16_to_fp32(dh);
+      for (int i = 0; i < 32; ++i) out[p * hdp + b * 32 + i] = d * static_cast<float>(static_cast<int8_t>(blk[2 + i]));
+    }
+  }
+}
+
 void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                   float scale, SoftmaxState& st) {
   float s[kAttnBlock];
@@ -76,13 +91,13 @@ void attend_block(const float* k, const float* v, const float* q, int valid, int
 }  // namespace
 
 const BlockAttentionKernels& block_attention_kernels_scalar() {
-  static const BlockAttentionKernels k{convert_block, attend_block};
+  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block};
   return k;
 }
 
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx2, attend_block_avx2};
+  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2};
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;
@@ -90,7 +105,7 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx512, attend_block_avx512};
+  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

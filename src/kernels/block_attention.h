@@ -37,6 +37,9 @@ struct BlockAttentionKernels {
   // out[p * hdp + i] = f32(rows[p][i]) for p < n, i < hd; zeros for i in [hd, hdp) and for the
   // rows p in [n, 16). hdp is hd rounded up to 16.
   void (*convert_block)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+  // The same from Q8_0 rows (hd / 32 blocks of 34 bytes: f16 scale d, 32 int8 q; hd a multiple
+  // of 32, so hdp = hd): out[p * hdp + i] = f32(d) * q, one rounding, the same in every ISA.
+  void (*convert_block_q8_0)(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
   // One query vector q [hdp] (zeros past hd) against a converted block's first `valid` (1..16)
   // positions: k and v [16][hdp]; updates st as the header describes.
   void (*attend_block)(const float* k, const float* v, const float* q, int valid, int64_t hdp,

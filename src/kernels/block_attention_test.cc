@@ -108,5 +108,40 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
   }
 }
 
+// Q8_0 rows (34-byte blocks: f16 scale, 32 int8) to f32: f32(d) * q in every ISA, zeros past n.
+TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
+  std::mt19937 rng(11);
+  for (int64_t hd : {128, 64, 32}) {
+    for (int n : {1, 7, 16}) {
+      std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
+      for (auto& row : rows) {
+        for (int64_t b = 0; b < hd / 32; ++b) {
+          const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
+          std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
+          for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
+        }
+      }
+      const uint8_t* ptrs[16];
+      for (int p = 0; p < n; ++p) ptrs[p] = rows[static_cast<size_t>(p)].data();
+      for (const BlockAttentionKernels* kern : all_kernels()) {
+        std::vector<float> out(static_cast<size_t>(16 * hd), 7.0f);
+        kern->convert_block_q8_0(ptrs, n, hd, hd, out.data());
+        for (int p = 0; p < 16; ++p) {
+          for (int64_t i = 0; i < hd; ++i) {
+            float want = 0.0f;
+            if (p < n) {
+              const uint8_t* blk = ptrs[p] + i / 32 * 34;
+              uint16_t d;
+              std::memcpy(&d, blk, 2);
+              want = fp16_to_fp32(d) * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
+            }
+            ASSERT_EQ(out[static_cast<size_t>(p * hd + i)], want) << "hd " << hd << " n " << n << " p " << p << " i " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ponder

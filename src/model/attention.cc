@@ -117,6 +117,15 @@ struct BlockOrder {
     }
   }
 
+  // A block's rows of `type` to f32 [16][hdp].
+  void convert(KvType type, const uint8_t* const* rows, int nb, float* out) const {
+    if (type == KvType::kQ8_0) {
+      kern.convert_block_q8_0(rows, nb, hd, hdp, out);
+    } else {
+      kern.convert_block(reinterpret_cast<const uint16_t* const*>(rows), nb, hd, hdp, out);
+    }
+  }
+
   // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
   void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const float* qf, float* kf, float* vf,
                     const ChunkStates& st) const {
@@ -127,17 +136,17 @@ struct BlockOrder {
     std::fill(st.l, st.l + nq, 0.0f);
     std::fill(st.acc, st.acc + nq * hdp, 0.0f);
     const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
-    const uint16_t* krows[kAttnBlock];
-    const uint16_t* vrows[kAttnBlock];
+    const uint8_t* krows[kAttnBlock];
+    const uint8_t* vrows[kAttnBlock];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
       for (int p = 0; p < nb; ++p) {
         const int64_t pos = b0 + p;
-        krows[p] = in.cache.k(in.layer, table[pos / bs], kvh, pos % bs);
-        vrows[p] = in.cache.v(in.layer, table[pos / bs], kvh, pos % bs);
+        krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
+        vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
       }
-      kern.convert_block(krows, nb, hd, hdp, kf);
-      kern.convert_block(vrows, nb, hd, hdp, vf);
+      convert(in.cache.k_type(), krows, nb, kf);
+      convert(in.cache.v_type(), vrows, nb, vf);
       for (int64_t qv = 0; qv < nq; ++qv) {
         const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + qv / group].pos + 1 - b0);
         if (valid <= 0) continue;

@@ -21,8 +21,9 @@ struct AttentionCase {
   Batch batch;
   std::vector<float> q;
 
-  AttentionCase(int64_t head_dim, const std::vector<std::pair<int32_t, int32_t>>& rows /* (seq, pos) */)
-      : config(make_config(head_dim)), cache(1, config.n_head_kv, head_dim, 4 * 64, 16) {
+  AttentionCase(int64_t head_dim, const std::vector<std::pair<int32_t, int32_t>>& rows /* (seq, pos) */,
+                KvType kv = KvType::kF16)
+      : config(make_config(head_dim)), cache(1, config.n_head_kv, head_dim, 4 * 64, 16, kv, kv) {
     std::mt19937 rng(5);
     std::normal_distribution<float> g(0.0f, 1.0f);
     // Sequence s owns blocks s, s + 4, s + 8, ... (not contiguous, as in the block pool).
@@ -33,10 +34,13 @@ struct AttentionCase {
     for (int64_t b = 0; b < cache.n_blocks(); ++b) {
       for (int64_t slot = 0; slot < cache.block_size(); ++slot) {
         for (int64_t h = 0; h < cache.n_head_kv(); ++h) {
+          std::vector<float> k(static_cast<size_t>(head_dim)), v(static_cast<size_t>(head_dim));
           for (int64_t i = 0; i < head_dim; ++i) {
-            cache.k(0, b, h, slot)[i] = fp32_to_fp16(3.0f * g(rng));
-            cache.v(0, b, h, slot)[i] = fp32_to_fp16(g(rng));
+            k[static_cast<size_t>(i)] = 3.0f * g(rng);
+            v[static_cast<size_t>(i)] = g(rng);
           }
+          cache.store_k(0, b, h, slot, k.data());
+          cache.store_v(0, b, h, slot, v.data());
         }
       }
     }
@@ -80,11 +84,13 @@ struct AttentionCase {
         const float* qh = &q[(r * config.n_head + h) * hd];
         const int64_t kvh = h / group;
         std::vector<double> s(static_cast<size_t>(row.pos + 1));
+        std::vector<float> k(static_cast<size_t>(hd)), v(static_cast<size_t>((row.pos + 1) * hd));
         double mx = -INFINITY;
         for (int64_t p = 0; p <= row.pos; ++p) {
-          const uint16_t* k = cache.k(0, table[p / 16], kvh, p % 16);
+          cache.load_k(0, table[p / 16], kvh, p % 16, k.data());
+          cache.load_v(0, table[p / 16], kvh, p % 16, &v[static_cast<size_t>(p * hd)]);
           double d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += double(round_q ? round_through_fp16(qh[i]) : qh[i]) * fp16_to_fp32(k[i]);
+          for (int64_t i = 0; i < hd; ++i) d += double(round_q ? round_through_fp16(qh[i]) : qh[i]) * k[static_cast<size_t>(i)];
           s[p] = d / std::sqrt(double(hd));
           mx = std::max(mx, s[p]);
         }
@@ -93,7 +99,7 @@ struct AttentionCase {
         for (int64_t i = 0; i < hd; ++i) {
           double acc = 0;
           for (int64_t p = 0; p <= row.pos; ++p)
-            acc += s[p] * fp16_to_fp32(cache.v(0, table[p / 16], kvh, p % 16)[i]);
+            acc += s[p] * v[static_cast<size_t>(p * hd + i)];
           out[(r * config.n_head + h) * hd + i] = acc / sum;
         }
       }
@@ -147,6 +153,56 @@ TEST(AttentionTest, RowsAreTheSameAloneAndInAnyTile) {
           << "row " << r << (flash ? " flash" : " ggml");
     }
   }
+}
+
+// A Q8_0 cache: the block order reads it directly; the result is attention over the dequantized
+// K and V, and a row's bits do not depend on its tile.
+TEST(AttentionTest, Q8_0CacheIsAttentionAndBatchInvariant) {
+  for (int64_t hd : {128, 64}) {
+    AttentionCase s(hd, mixed_rows(), KvType::kQ8_0);
+    const std::vector<double> want = s.exact(false);
+    const std::vector<float> together = s.run(true, s.batch, s.q.data(), 2);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(together[i] - want[i]));
+    EXPECT_LT(worst, 2e-5) << "head_dim " << hd;
+    const int64_t width = s.config.n_head * hd;
+    for (size_t r = 0; r < s.batch.rows.size(); r += 5) {
+      Batch alone;
+      alone.block_tables = s.batch.block_tables;
+      alone.rows.push_back(s.batch.rows[r]);
+      const std::vector<float> one = s.run(true, alone, &s.q[r * width], 1);
+      ASSERT_EQ(std::memcmp(one.data(), &together[r * width], width * sizeof(float)), 0) << "row " << r;
+    }
+  }
+}
+
+// K and V rows round-trip through each type: f16 as fp32_to_fp16, Q8_0 within half a step of
+// each 32-block's scale; copy_block copies the stored bytes.
+TEST(KvCacheTest, RowsRoundTripAndCopyInEachType) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 2.0f);
+  for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
+    KvCache cache(2, 2, 64, 4, 16, t, t);
+    EXPECT_EQ(cache.bytes(), static_cast<size_t>(2 * 2 * 4 * 16) * 2 * kv_row_bytes(t, 64));
+    std::vector<float> x(64), y(64), z(64);
+    for (float& e : x) e = g(rng);
+    cache.store_k(1, 2, 1, 5, x.data());
+    cache.store_v(1, 2, 1, 5, x.data());
+    cache.load_k(1, 2, 1, 5, y.data());
+    for (int b = 0; b < 2; ++b) {
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+      for (int i = 0; i < 32; ++i) {
+        const float tol = t == KvType::kF16 ? std::fabs(x[b * 32 + i]) * 1e-3f : amax / 127 * 0.51f + 1e-6f;
+        EXPECT_NEAR(y[b * 32 + i], x[b * 32 + i], tol) << kv_type_name(t);
+      }
+    }
+    cache.copy_block(2, 3, 6);
+    cache.load_v(1, 3, 1, 5, z.data());
+    EXPECT_EQ(std::memcmp(y.data(), z.data(), sizeof(float) * 64), 0) << kv_type_name(t);
+  }
+  EXPECT_FALSE(parse_kv_type("q4_0").has_value());
+  EXPECT_EQ(*parse_kv_type("q8_0"), KvType::kQ8_0);
 }
 
 }  // namespace

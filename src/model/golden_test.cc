@@ -49,7 +49,7 @@ struct TinyModel {
   std::unique_ptr<Qwen2Model> model;
 };
 
-TinyModel load_tiny(const std::string& type, bool flash_attn) {
+TinyModel load_tiny(const std::string& type, bool flash_attn, KvType kv = KvType::kF16) {
   auto file = GgufFile::open(kShared + "/models/tiny-" + type + ".gguf");
   EXPECT_TRUE(file.has_value()) << file.status().message();
   if (!file.has_value()) return {};
@@ -59,6 +59,7 @@ TinyModel load_tiny(const std::string& type, bool flash_attn) {
   if (!model.has_value()) return t;
   t.model = std::move(*model);
   t.model->set_flash_attention(flash_attn);
+  EXPECT_TRUE(t.model->set_kv_types(kv, kv).is_ok());
   return t;
 }
 
@@ -112,9 +113,10 @@ ExactReference llama_cpp_from_exact(const std::string& type) {
 }
 
 // The rule for a float order other than llama.cpp's: against exact/<TYPE>-<p>.pgld, mean dlogp at
-// most 1.1 x llama.cpp's + 0.001 and top-1 agreement at least llama.cpp's - 0.02.
-void check_exact_rule(const std::string& type, bool flash_attn) {
-  TinyModel tiny = load_tiny(type, flash_attn);
+// most 1.1 x llama.cpp's + 0.001 and top-1 agreement at least llama.cpp's - 0.02. A mean_bound
+// > 0 replaces the first bound (a lossy KV cache on unquantized weights).
+void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvType::kF16, double mean_bound = 0) {
+  TinyModel tiny = load_tiny(type, flash_attn, kv);
   ASSERT_NE(tiny.model, nullptr);
   Qwen2Model& model = *tiny.model;
   ThreadPool pool(2);
@@ -124,10 +126,11 @@ void check_exact_rule(const std::string& type, bool flash_attn) {
     auto exact = Pgld::read(kShared + "/golden/exact/" + name + ".pgld");
     ASSERT_TRUE(exact.has_value()) << exact.status().message();
     LogitDiff d = run_golden(model, *exact, pool);
-    std::printf("%-12s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp %.3f)\n",
-                name.c_str(), flash_attn ? "flash" : "ggml ", d.mean(), ref.mean[p],
-                1.1 * ref.mean[p] + 0.001, d.top1_rate(), ref.top1[p]);
-    EXPECT_LE(d.mean(), 1.1 * ref.mean[p] + 0.001) << name;
+    const double bound = mean_bound > 0 ? mean_bound : 1.1 * ref.mean[p] + 0.001;
+    std::printf("%-12s %s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp %.3f)\n",
+                name.c_str(), flash_attn ? "flash" : "ggml ", kv_type_name(kv), d.mean(), ref.mean[p],
+                bound, d.top1_rate(), ref.top1[p]);
+    EXPECT_LE(d.mean(), bound) << name;
     EXPECT_GE(d.top1_rate(), ref.top1[p] - 0.02) << name;
   }
 }
@@ -149,6 +152,20 @@ class GoldenExactTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenExactTest, FlashOrderMeetsTheExactRule) { check_exact_rule(GetParam(), true); }
 TEST_P(GoldenExactTest, GgmlOrderMeetsTheExactRule) { check_exact_rule(GetParam(), false); }
+// A Q8_0 KV cache (--cache-type-k/-v q8_0) rounds K and V to 8 bits: on quantized weights, whose
+// activations llama.cpp rounds to 8 bits anyway, it meets the exact rule; on F32 / F16 / BF16 it
+// is lossy (measured 0.012-0.017 mean dlogp from the exact computation, llama.cpp's f16 cache
+// 0.0007-0.0085) and held to the README's threshold for quantized types, 0.02.
+class GoldenQ8CacheTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenQ8CacheTest, Q8_0CacheMeetsTheExactRule) { check_exact_rule(GetParam(), true, KvType::kQ8_0); }
+class GoldenQ8CacheUnquantizedTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenQ8CacheUnquantizedTest, Q8_0CacheWithinTheQuantizedThreshold) {
+  check_exact_rule(GetParam(), true, KvType::kQ8_0, 0.02);
+}
+INSTANTIATE_TEST_SUITE_P(Quantized, GoldenQ8CacheTest,
+                         testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
+                                         "Q5_K_M", "Q6_K"));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenQ8CacheUnquantizedTest, testing::Values("F32", "F16", "BF16"));
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenExactTest,
                          testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",

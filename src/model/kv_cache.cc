@@ -7,43 +7,98 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/dot_ggml_order.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+
 namespace ponder {
 
 namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-void KvCache::Free::operator()(uint16_t* p) const { std::free(p); }
+const char* kv_type_name(KvType t) { return t == KvType::kQ8_0 ? "q8_0" : "f16"; }
 
-std::unique_ptr<uint16_t[], KvCache::Free> KvCache::allocate(size_t n) {
-  const size_t bytes = std::max<size_t>((n * sizeof(uint16_t) + kHugePage - 1) / kHugePage * kHugePage, kHugePage);
+Expected<KvType> parse_kv_type(std::string_view name) {
+  if (name == "f16") return KvType::kF16;
+  if (name == "q8_0") return KvType::kQ8_0;
+  return Status::errorf("KV cache type '{}': expected f16 or q8_0", name);
+}
+
+int64_t kv_row_bytes(KvType t, int64_t head_dim) {
+  return t == KvType::kQ8_0 ? head_dim / kQK * static_cast<int64_t>(sizeof(BlockQ8_0)) : head_dim * 2;
+}
+
+void kv_row_to_floats(KvType t, const uint8_t* row, int64_t head_dim, float* out) {
+  if (t == KvType::kF16) {
+    const auto* h = reinterpret_cast<const uint16_t*>(row);
+    for (int64_t i = 0; i < head_dim; ++i) out[i] = fp16_to_fp32(h[i]);
+    return;
+  }
+  const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+  for (int64_t j = 0; j < head_dim / kQK; ++j) {
+    const float d = fp16_to_fp32(b[j].d);
+    for (int i = 0; i < kQK; ++i) out[j * kQK + i] = d * static_cast<float>(b[j].qs[i]);
+  }
+}
+
+void kv_row_from_floats(KvType t, const float* x, int64_t head_dim, uint8_t* row) {
+  if (t == KvType::kF16) {
+    auto* h = reinterpret_cast<uint16_t*>(row);
+    for (int64_t i = 0; i < head_dim; ++i) h[i] = fp32_to_fp16(x[i]);
+    return;
+  }
+  quantize_activation_row(GgmlType::Q8_0, x, row, head_dim);  // llama.cpp's quantize_row_q8_0
+}
+
+void KvCache::Free::operator()(uint8_t* p) const { std::free(p); }
+
+std::unique_ptr<uint8_t[], KvCache::Free> KvCache::allocate(size_t n) {
+  const size_t bytes = std::max<size_t>((n + kHugePage - 1) / kHugePage * kHugePage, kHugePage);
   void* p = std::aligned_alloc(kHugePage, bytes);
   if (p == nullptr) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
   madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fewer TLB misses over a long context
 #endif
   std::memset(p, 0, bytes);
-  return std::unique_ptr<uint16_t[], Free>(static_cast<uint16_t*>(p));
+  return std::unique_ptr<uint8_t[], Free>(static_cast<uint8_t*>(p));
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks, int64_t block_size)
+KvCache::KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks, int64_t block_size,
+                 KvType k_type, KvType v_type)
     : n_layer_(n_layer),
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),
       n_blocks_(n_blocks),
       block_size_(block_size),
-      n_values_(static_cast<size_t>(n_layer * n_blocks * n_head_kv * block_size * head_dim)),
-      k_(allocate(n_values_)),
-      v_(allocate(n_values_)) {}
+      k_type_(k_type),
+      v_type_(v_type),
+      k_row_(kv_row_bytes(k_type, head_dim)),
+      v_row_(kv_row_bytes(v_type, head_dim)),
+      n_rows_(static_cast<size_t>(n_layer * n_blocks * n_head_kv * block_size)),
+      k_(allocate(n_rows_ * static_cast<size_t>(k_row_))),
+      v_(allocate(n_rows_ * static_cast<size_t>(v_row_))) {}
 
 void KvCache::copy_block(int64_t src, int64_t dst, int64_t n_slots) {
-  const size_t n = static_cast<size_t>(n_slots * head_dim_);
   for (int64_t l = 0; l < n_layer_; ++l) {
     for (int64_t h = 0; h < n_head_kv_; ++h) {
-      std::copy_n(k(l, src, h, 0), n, k(l, dst, h, 0));
-      std::copy_n(v(l, src, h, 0), n, v(l, dst, h, 0));
+      std::memcpy(k_row(l, dst, h, 0), k_row(l, src, h, 0), static_cast<size_t>(n_slots * k_row_));
+      std::memcpy(v_row(l, dst, h, 0), v_row(l, src, h, 0), static_cast<size_t>(n_slots * v_row_));
     }
   }
+}
+
+void KvCache::store_k(int64_t layer, int64_t block, int64_t head, int64_t slot, const float* x) {
+  kv_row_from_floats(k_type_, x, head_dim_, k_row(layer, block, head, slot));
+}
+void KvCache::store_v(int64_t layer, int64_t block, int64_t head, int64_t slot, const float* x) {
+  kv_row_from_floats(v_type_, x, head_dim_, v_row(layer, block, head, slot));
+}
+void KvCache::load_k(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const {
+  kv_row_to_floats(k_type_, k_row(layer, block, head, slot), head_dim_, out);
+}
+void KvCache::load_v(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const {
+  kv_row_to_floats(v_type_, v_row(layer, block, head, slot), head_dim_, out);
 }
 
 }  // namespace ponder

@@ -1,5 +1,7 @@
 #include "model/qwen2_model.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -46,10 +48,28 @@ bool Qwen2Model::x16_default() {
 }
 
 KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {
-  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size);
+  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size, kv_k_, kv_v_);
+}
+
+Status Qwen2Model::set_kv_types(KvType k, KvType v) {
+  if (k == KvType::kQ8_0 || v == KvType::kQ8_0) {
+    if (config_.head_dim % 32 != 0) {
+      return Status::errorf("a Q8_0 KV cache needs a head size that is a multiple of 32 (this model's: {})", config_.head_dim);
+    }
+  }
+  kv_k_ = k;
+  kv_v_ = v;
+  return Status::ok();
+}
+
+std::string Qwen2Model::numerics() const {
+  return fmt::format("{} {}/{}", flash_attn_ ? "block" : "ggml", kv_type_name(kv_k_), kv_type_name(kv_v_));
 }
 
 Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
+  if (!flash_attn_ && (cache.k_type() != KvType::kF16 || cache.v_type() != KvType::kF16)) {
+    return Status::error("a Q8_0 KV cache needs the block order of attention (--flash-attn 1)");
+  }
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& r = batch.rows[i];
     if (r.token < 0 || r.token >= config_.n_vocab) {
@@ -133,12 +153,8 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, rc, rs);
       const int32_t block = batch.block_tables[row.seq][row.pos / bs];
       for (int64_t h = 0; h < c.n_head_kv; ++h) {
-        uint16_t* kc = cache.k(il, block, h, row.pos % bs);
-        uint16_t* vc = cache.v(il, block, h, row.pos % bs);
-        for (int64_t i = 0; i < c.head_dim; ++i) {
-          kc[i] = fp32_to_fp16(k_[r * kv_dim + h * c.head_dim + i]);
-          vc[i] = fp32_to_fp16(v_[r * kv_dim + h * c.head_dim + i]);
-        }
+        cache.store_k(il, block, h, row.pos % bs, &k_[r * kv_dim + h * c.head_dim]);
+        cache.store_v(il, block, h, row.pos % bs, &v_[r * kv_dim + h * c.head_dim]);
       }
     }
 
@@ -187,10 +203,9 @@ void Qwen2Model::rotate_keys(KvCache& cache, int64_t block, int64_t n_slots, int
   for (int64_t l = 0; l < c.n_layer; ++l) {
     for (int64_t slot = 0; slot < n_slots; ++slot) {
       for (int64_t h = 0; h < c.n_head_kv; ++h) {
-        uint16_t* head = cache.k(l, block, h, slot);  // [head_dim] f16
-        for (int64_t i = 0; i < c.head_dim; ++i) k[static_cast<size_t>(i)] = fp16_to_fp32(head[i]);
+        cache.load_k(l, block, h, slot, k.data());
         rope_neox(k.data(), c.head_dim, cos_t.data(), sin_t.data());
-        for (int64_t i = 0; i < c.head_dim; ++i) head[i] = fp32_to_fp16(k[static_cast<size_t>(i)]);
+        cache.store_k(l, block, h, slot, k.data());
       }
     }
   }

@@ -48,6 +48,14 @@ class Qwen2Model {
   // the faster one at depth; llama.cpp's order reproduces its logits bit for bit (docs/numerics.md).
   void set_flash_attention(bool on) { flash_attn_ = on; }
   bool flash_attention() const { return flash_attn_; }
+  // The types of the caches make_cache makes (f16 by default). Q8_0 needs the block order and a
+  // head_dim that is a multiple of 32: checked here, so a bad flag fails before any work.
+  Status set_kv_types(KvType k, KvType v);
+  KvType kv_type_k() const { return kv_k_; }
+  KvType kv_type_v() const { return kv_v_; }
+  // How this model computes its logits beyond the file: the attention order and the KV types
+  // ("block f16/f16"); part of the response cache's keys.
+  std::string numerics() const;
 
   const Qwen2Config& config() const { return config_; }
   const Qwen2Weights& weights() const { return weights_; }
@@ -75,6 +83,7 @@ class Qwen2Model {
   bool x16_from_cache_ = false;
   std::thread x16_writer_;  // writes the x16 cache file after a cold start
   bool flash_attn_ = true;  // attention_flash, else attention_ggml_order
+  KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;
 
   // Activations, grown to the largest batch seen; no allocation in steady state.
   int64_t capacity_ = 0;

@@ -111,7 +111,7 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
 
 int64_t kv_bytes_per_position(const Qwen2Model& model) {
   const Qwen2Config& c = model.config();
-  return c.n_layer * 2 * c.n_head_kv * c.head_dim * 2;  // K and V, f16
+  return c.n_layer * c.n_head_kv * (kv_row_bytes(model.kv_type_k(), c.head_dim) + kv_row_bytes(model.kv_type_v(), c.head_dim));
 }
 
 double tg_roofline_fraction(const Qwen2Model& model, double depth) {

@@ -65,7 +65,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   auto post = ctx.post;
   std::string key, context, question;
   if (ctx.cache != nullptr && g.cache) {
-    key = response_cache_key(ctx.fingerprint, req, g.seed_given, ctx.flash_attention, ctx.engine.config().context_shift);
+    key = response_cache_key(ctx.fingerprint, req, g.seed_given, ctx.numerics, ctx.engine.config().context_shift);
     const bool text = g.chat ? !g.messages.empty() && g.messages.back().role == "user" : g.prompt_tokens.empty();
     if (!key.empty() && ctx.cache->match() != CacheMatch::kExact && text) {
       // Everything but the question in `context` (earlier messages normalized); the question apart.
@@ -75,7 +75,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
       std::string earlier;
       const size_t n_earlier = g.chat ? g.messages.size() - 1 : 0;
       for (size_t i = 0; i < n_earlier; ++i) earlier += g.messages[i].role + ": " + normalize_question(g.messages[i].content) + "\n";
-      context = cache_hash(response_cache_key(ctx.fingerprint, no_prompt, g.seed_given, ctx.flash_attention,
+      context = cache_hash(response_cache_key(ctx.fingerprint, no_prompt, g.seed_given, ctx.numerics,
                                               ctx.engine.config().context_shift) + "\n" + earlier);
       question = g.chat ? g.messages.back().content : g.prompt;
       key = cache_hash(context + "\n" + normalize_question(question));

@@ -99,9 +99,10 @@ class ResponseCache {
 };
 
 // The key of a request, or "" when its answer is not deterministic (temperature > 0 without a
-// seed the client chose) and must not be cached.
+// seed the client chose) and must not be cached. numerics: Qwen2Model::numerics() (the attention
+// order and the KV types, which change the logits).
 std::string response_cache_key(const std::string& model_fingerprint, const EngineRequest& request,
-                               bool seed_given, bool flash_attention, bool context_shift);
+                               bool seed_given, const std::string& numerics, bool context_shift);
 
 // 128-bit hash as 32 hex digits (keys).
 std::string cache_hash(const std::string& s);

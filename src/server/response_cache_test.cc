@@ -18,9 +18,9 @@ EngineRequest base_request() {
 
 TEST(ResponseCacheTest, EveryOptionThatChangesTheAnswerChangesTheKey) {
   const EngineRequest r = base_request();
-  const std::string k = response_cache_key("m", r, false, false, false);
+  const std::string k = response_cache_key("m", r, false, "block f16/f16", false);
   ASSERT_FALSE(k.empty());
-  EXPECT_EQ(k, response_cache_key("m", r, false, false, false));
+  EXPECT_EQ(k, response_cache_key("m", r, false, "block f16/f16", false));
   std::vector<EngineRequest> variants(9, r);
   variants[0].prompt.push_back(4);
   variants[1].options.max_tokens = 11;
@@ -31,18 +31,19 @@ TEST(ResponseCacheTest, EveryOptionThatChangesTheAnswerChangesTheKey) {
   variants[6].n_logprobs = 1;
   variants[7].starts_in_thinking = true;
   variants[8].options.sampling.logit_bias = {{5, 1.0f}};
-  for (const EngineRequest& v : variants) EXPECT_NE(response_cache_key("m", v, false, false, false), k);
-  EXPECT_NE(response_cache_key("other-model", r, false, false, false), k);
-  EXPECT_NE(response_cache_key("m", r, false, true, false), k);  // attention order
-  EXPECT_NE(response_cache_key("m", r, false, false, true), k);  // context shift
+  for (const EngineRequest& v : variants) EXPECT_NE(response_cache_key("m", v, false, "block f16/f16", false), k);
+  EXPECT_NE(response_cache_key("other-model", r, false, "block f16/f16", false), k);
+  EXPECT_NE(response_cache_key("m", r, false, "ggml f16/f16", false), k);  // attention order
+  EXPECT_NE(response_cache_key("m", r, false, "block q8_0/q8_0", false), k);  // KV types
+  EXPECT_NE(response_cache_key("m", r, false, "block f16/f16", true), k);  // context shift
   // Greedy ignores the seed; sampling is cacheable only with the client's own seed.
   EngineRequest seeded = r;
   seeded.options.sampling.seed = 99;
-  EXPECT_EQ(response_cache_key("m", seeded, false, false, false), k);
+  EXPECT_EQ(response_cache_key("m", seeded, false, "block f16/f16", false), k);
   EngineRequest hot = r;
   hot.options.sampling.temperature = 0.7f;
-  EXPECT_EQ(response_cache_key("m", hot, false, false, false), "");
-  EXPECT_NE(response_cache_key("m", hot, true, false, false), "");
+  EXPECT_EQ(response_cache_key("m", hot, false, "block f16/f16", false), "");
+  EXPECT_NE(response_cache_key("m", hot, true, "block f16/f16", false), "");
 }
 
 TEST(ResponseCacheTest, EventsRoundTrip) {

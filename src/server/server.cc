@@ -24,7 +24,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->defaults = config_.defaults;
   ctx_->cache = cache_.get();
   ctx_->fingerprint = config_.fingerprint;
-  ctx_->flash_attention = model.flash_attention();
+  ctx_->numerics = model.numerics();
   ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   HttpServer* http = http_.get();
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };

@@ -33,7 +33,7 @@ struct ServerContext {
   double keepalive_s = 5;  // SSE comment lines this often until the first token (long queues, prefills)
   ResponseCache* cache = nullptr;  // null: --no-response-cache
   std::string fingerprint;        // the model file's (response cache keys)
-  bool flash_attention = false;
+  std::string numerics;          // the model's (response cache keys)
   // Chat completion ids (what the stream's chunks carry) -> engine requests, while they run, for
   // "answer now" (POST /v1/answer_now). I/O thread only.
   std::unordered_map<std::string, uint64_t> active;
