@@ -12,10 +12,12 @@ namespace ponder {
 #if defined(PONDER_X86_KERNELS)
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
 void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                        float scale, SoftmaxState& st);
 void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
 void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st);
 #endif
@@ -88,16 +90,20 @@ void attend_block(const float* k, const float* v, const float* q, int valid, int
   }
 }
 
+void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
+  for (int64_t i = 0; i < hdp; ++i) o[i] = std::fma(acc[i], b, o[i] * a);
+}
+
 }  // namespace
 
 const BlockAttentionKernels& block_attention_kernels_scalar() {
-  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block};
+  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block, fold};
   return k;
 }
 
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2};
+  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2};
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;
@@ -105,7 +111,7 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512};
+  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

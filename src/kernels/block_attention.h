@@ -44,6 +44,9 @@ struct BlockAttentionKernels {
   // positions: k and v [16][hdp]; updates st as the header describes.
   void (*attend_block)(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                        float scale, SoftmaxState& st);
+  // o[i] = fma(acc[i], b, o[i] * a) for i < hdp (hdp a multiple of 16): folds one chunk's
+  // accumulator into the running one (model/attention.cc).
+  void (*fold)(float* o, const float* acc, float a, float b, int64_t hdp);
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

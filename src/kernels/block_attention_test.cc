@@ -108,6 +108,20 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
   }
 }
 
+TEST(BlockAttentionTest, FoldIsFmaOfTheScaledRunInEveryIsa) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> o0(144), acc(144);
+  for (float& e : o0) e = g(rng);
+  for (float& e : acc) e = g(rng);
+  const float a = 0.37f, b = 0.91f;
+  for (const BlockAttentionKernels* kern : all_kernels()) {
+    std::vector<float> o = o0;
+    kern->fold(o.data(), acc.data(), a, b, 144);
+    for (size_t i = 0; i < o.size(); ++i) ASSERT_EQ(o[i], std::fma(acc[i], b, o0[i] * a)) << i;
+  }
+}
+
 // Q8_0 rows (34-byte blocks: f16 scale, 32 int8) to f32: f32(d) * q in every ISA, zeros past n.
 TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
   std::mt19937 rng(11);

@@ -76,7 +76,8 @@ struct ChunkStates {
 
 // Folds a chunk's state of one query vector into the running one (M, L, O): the first chunk is
 // copied; a chunk the query has no position in (m = -inf) is skipped.
-void fold_chunk(float& M, float& L, float* O, float m, float l, const float* acc, int64_t hdp) {
+void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O, float m, float l, const float* acc,
+                int64_t hdp) {
   if (m == -INFINITY) return;
   if (M == -INFINITY) {
     M = m;
@@ -87,7 +88,7 @@ void fold_chunk(float& M, float& L, float* O, float m, float l, const float* acc
   const float mx = std::max(M, m);
   const float a = exp_nonpositive(M - mx), b = exp_nonpositive(m - mx);
   L = L * a + l * b;
-  for (int64_t i = 0; i < hdp; ++i) O[i] = std::fma(acc[i], b, O[i] * a);
+  kern.fold(O, acc, a, b, hdp);
   M = mx;
 }
 
@@ -216,7 +217,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       for (int64_t ch = 1; ch < chunk_begin[tile + 1] - chunk_begin[tile]; ++ch) {
         order.attend_chunk(tile, kvh, ch, qf, kf, vf, part);
         for (int64_t qv = 0; qv < nq; ++qv) {
-          fold_chunk(run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+          fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
         }
       }
       order.write_out(tile, kvh, run);
@@ -245,7 +246,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     for (int64_t ch = chunk_begin[tile] + 1; ch < chunk_begin[tile + 1]; ++ch) {
       const ChunkStates part = slot(ch, kvh);
       for (int64_t qv = 0; qv < nq; ++qv) {
-        fold_chunk(run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+        fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
       }
     }
     order.write_out(tile, kvh, run);

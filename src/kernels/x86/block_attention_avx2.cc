@@ -139,6 +139,13 @@ void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int6
   }
 }
 
+void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp) {
+  const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
+  for (int64_t i = 0; i < hdp; i += 8) {
+    _mm256_storeu_ps(o + i, _mm256_fmadd_ps(_mm256_loadu_ps(acc + i), bv, _mm256_mul_ps(_mm256_loadu_ps(o + i), av)));
+  }
+}
+
 void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                        float scale, SoftmaxState& st) {
   const __m256 sc = _mm256_set1_ps(scale);

@@ -136,6 +136,13 @@ void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, in
   }
 }
 
+void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp) {
+  const __m512 av = _mm512_set1_ps(a), bv = _mm512_set1_ps(b);
+  for (int64_t i = 0; i < hdp; i += 16) {
+    _mm512_storeu_ps(o + i, _mm512_fmadd_ps(_mm512_loadu_ps(acc + i), bv, _mm512_mul_ps(_mm512_loadu_ps(o + i), av)));
+  }
+}
+
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st) {
   const __mmask16 live = static_cast<__mmask16>((1u << valid) - 1);
