@@ -1,7 +1,7 @@
 // Weights rearranged at load time into groups of 16 rows ("x16" layouts), the layout the fast
 // kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2: x86/matmul_x16_avx2.cc, each half of
 // a 64-byte vector in one 256-bit register), and the scalar row dots that define, output by
-// output, what those kernels compute (Q5_K's: the reference row dot itself, see below).
+// output, what those kernels compute.
 //
 // Why another layout: the ggml block layout keeps one row's super-block together (scales packed in
 // 6 bits, nibbles in 32-byte runs), so a kernel spends more instructions unpacking scales and
@@ -13,7 +13,8 @@
 //
 // The x16 order (how each output is computed; exact integers, then two or one float steps per
 // super-block), with x rounded to Q8_K as llama.cpp does (dot_ggml_order.h):
-//   Q4_K: T = sum_c sc[c] * sum_{i in sub-block c} q[i] * x[i]        (c < 8, 32 elements each)
+//   Q4_K, Q5_K: T = sum_c sc[c] * sum_{i in sub-block c} q[i] * x[i]  (c < 8, 32 elements each;
+//         q in 0..15 or 0..31)
 //         M = sum_c m[c] * (bsums[2c] + bsums[2c + 1])
 //         acc = fma(d * dx, float(T), acc); accm = fma(dmin * dx, float(M), accm)
 //         result = acc - accm
@@ -23,9 +24,9 @@
 // This is not llama.cpp's float order (8 float lanes per super-block): it rounds fewer times, and
 // moves the tiny golden models' logits within their thresholds (docs/numerics.md has the figures).
 // Every batch size uses it, so a row's result never depends on its batch.
-// Q5_K is the exception: its x16 kernels keep llama.cpp's order (dot_q5_K of dot_ggml_order.h, 8
-// float lanes per super-block), bit for bit, because on the Q5_K_M golden file any other rounding
-// of its dots lands above the 0.02 threshold (measured in docs/numerics.md).
+// Q5_K kept llama.cpp's order until session 8 (on the Q5_K_M golden file any other rounding lands
+// above 0.02 from llama.cpp's logits); judged by the exact rule, the x16 order is as close to the
+// exact computation as llama.cpp's (docs/numerics.md), so it runs the x16 order too.
 // Depends on gguf (GgmlType), quant/blocks.h and kernels/matmul.h.
 #pragma once
 
@@ -51,9 +52,9 @@ struct BlockQ4KX16 {
 };
 static_assert(sizeof(BlockQ4KX16) == 2368 && sizeof(BlockQ4KX16) % 64 == 0);
 
-// One super-block of 16 Q5_K rows; 2880 bytes (180 per row, 176 in ggml), in the order of
-// llama.cpp's lanes: lane l (l < 8) sums elements 4l .. 4l + 3 of every sub-block, so its vectors
-// are together, 4 with bits 0-3 of its codes and one with bit 4 of them. The 5-bit codes are put
+// One super-block of 16 Q5_K rows; 2880 bytes (180 per row, 176 in ggml), by lanes l (l < 8):
+// lane l holds elements 4l .. 4l + 3 of every sub-block, 4 vectors with bits 0-3 of its codes and
+// one with bit 4 of them (a sub-block's sum is one vpdpbusd per lane). The 5-bit codes are put
 // together in registers (a shift and two masks per 64 codes) rather than stored one per byte:
 // decode streams the weights from memory, so the copy keeps ggml's ~5.5 bits per weight.
 struct BlockQ5KX16 {
@@ -97,9 +98,9 @@ int64_t x16_bytes(const WeightView& w);
 // (64-byte aligned). Group g holds rows 16g .. 16g + 15, its super-blocks in order.
 void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t* dst);
 
-// The scalar x16-order dots of a ggml-layout weight row with a Q8_K activation row (Q5_K's x16
-// kernels match dot_q5_K of dot_ggml_order.h instead).
+// The scalar x16-order dots of a ggml-layout weight row with a Q8_K activation row.
 float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n);
+float dot_q5_K_x16_order(const void* w_row, const void* x_row, int64_t n);
 float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n);
 // The same for Q8_0 weights and a Q8_0 activation row.
 float dot_q8_0_x16_order(const void* w_row, const void* x_row, int64_t n);

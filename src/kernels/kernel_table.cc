@@ -69,9 +69,8 @@ void scalar_x16_gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_
 constexpr MatmulKernel kScalarX16Kernels[] = {
     {GgmlType::Q4_K, Isa::kScalar, "q4_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q4_K>,
      scalar_pack_row<GgmlType::Q4_K>, scalar_x16_gemm<GgmlType::Q4_K, dot_q4_K_x16_order>, true},
-    // Q5_K's x16 kernels keep llama.cpp's order (kernels/interleave.h): the reference row dot.
     {GgmlType::Q5_K, Isa::kScalar, "q5_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q5_K>,
-     scalar_pack_row<GgmlType::Q5_K>, scalar_x16_gemm<GgmlType::Q5_K, dot_q5_K>, true},
+     scalar_pack_row<GgmlType::Q5_K>, scalar_x16_gemm<GgmlType::Q5_K, dot_q5_K_x16_order>, true},
     {GgmlType::Q6_K, Isa::kScalar, "q6_K_x16_scalar", scalar_packed_row_bytes<GgmlType::Q6_K>,
      scalar_pack_row<GgmlType::Q6_K>, scalar_x16_gemm<GgmlType::Q6_K, dot_q6_K_x16_order>, true},
     {GgmlType::Q8_0, Isa::kScalar, "q8_0_x16_scalar", scalar_packed_row_bytes<GgmlType::Q8_0>,

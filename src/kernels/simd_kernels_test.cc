@@ -496,6 +496,7 @@ TEST_P(X16OrderTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   const std::vector<uint8_t> wq = random_weights(GetParam(), n_in, 8, rng);
   const std::vector<float> x = random_activations(n_in, 1, rng);
   const auto x16_dot = GetParam() == GgmlType::Q4_K   ? dot_q4_K_x16_order
+                       : GetParam() == GgmlType::Q5_K ? dot_q5_K_x16_order
                        : GetParam() == GgmlType::Q6_K ? dot_q6_K_x16_order
                                                       : dot_q8_0_x16_order;
   const GgmlType at = dot_activation_type(GetParam());
@@ -518,7 +519,7 @@ TEST_P(X16OrderTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest, testing::Values(GgmlType::Q4_K, GgmlType::Q6_K,
+INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest, testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                                         GgmlType::Q8_0),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
@@ -548,23 +549,6 @@ TEST(KernelTableTest, X16FallsBackToTheScalarX16Order) {
             find_x16_matmul_kernel(GgmlType::Q5_K, active_isa())->isa != Isa::kScalar);
   EXPECT_EQ(find_x16_matmul_kernel(GgmlType::Q3_K, Isa::kScalar), nullptr);
   EXPECT_FALSE(x16_supported(GgmlType::Q3_K, 16, 256));
-}
-
-// Q5_K's x16 kernels keep llama.cpp's order (kernels/interleave.h): their scalar reference, which
-// X16KernelTest holds the SIMD ones to, is bitwise the reference kernel of the ggml layout.
-TEST(X16LayoutTest, Q5KX16OrderIsTheReferenceOrder) {
-  const MatmulKernel* x16_ref = find_x16_matmul_kernel(GgmlType::Q5_K, Isa::kScalar);
-  const MatmulKernel* ref = find_matmul_kernel(GgmlType::Q5_K, Isa::kScalar);
-  ASSERT_TRUE(x16_ref != nullptr && ref != nullptr);
-  std::mt19937 rng(31);
-  const int64_t n_in = 2304, n_out = 32, n_rows = 5;
-  const std::vector<uint8_t> wq = random_weights(GgmlType::Q5_K, n_in, n_out, rng);
-  const WeightView w{GgmlType::Q5_K, wq.data(), n_in, n_out};
-  const std::vector<float> x = random_activations(n_in, n_rows, rng);
-  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN), y(y_ref.size(), NAN);
-  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
-  run_kernel(*x16_ref, w, x.data(), n_rows, 0, n_out, y.data());
-  EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0);
 }
 
 // The Q5_K copy holds every code, scale, min and f16 scale where interleave.h says: the weights

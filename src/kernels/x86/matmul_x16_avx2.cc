@@ -11,8 +11,8 @@
 // results per int16 sum (2 * 2 * 63 * 127 = 32004); Q8_0 codes (-128..127, stored + 128) go in as
 // |w| with the activation given w's sign (vpsignb), 2 * 128 * 127 = 32512 per pair. Then one
 // fused multiply-add per row and super-block (per block for Q8_0), in the order of
-// dot_q4_K_x16_order / dot_q6_K_x16_order / dot_q8_0_x16_order, for any batch size. Q5_K keeps
-// llama.cpp's order (dot_q5_K): each vpmaddubsw pair (2 * 31 * 127) is scaled by its own vpmaddwd.
+// dot_q4_K_x16_order / dot_q6_K_x16_order / dot_q8_0_x16_order, for any batch size. Q5_K's
+// vpmaddubsw pairs (2 * 31 * 127) are each scaled by their own vpmaddwd (dot_q5_K_x16_order).
 // Compiled with -mavx2 -mfma -mf16c; see x86/tile_driver.h for why nothing here is inline-shared.
 #include <immintrin.h>
 
@@ -156,21 +156,19 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 
 // --- Q5_K --------------------------------------------------------------------------------------
 
-// Q5_K in llama.cpp's order, as the AVX-512 kernel (x86/matmul_x16_avx512.cc explains it): per
-// half, 8 exact integer lane sums per row and super-block from vpmaddubsw pairs (at most
-// 2 * 31 * 127) scaled by vpmaddwd, then acc[l] = fma(dx * d, float(lane), acc[l]) and
-// summs = fma(-dx * dmin, float(min sum), summs); result hsum8(acc) + summs.
+// Q5_K in the x16 order (dot_q5_K_x16_order), on the layout the AVX-512 kernel reads: per half
+// and row the super-block's exact integer sum t = sum_c sc[c] * (sub-block c's products), built
+// from vpmaddubsw pairs (at most 2 * 31 * 127) that vpmaddwd scales by sc[c] into int32 (integer
+// sums: their order does not matter); then one fused multiply-add per row and super-block for t
+// and one for the mins, as Q4_K.
 template <int R>
 void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m16 = _mm256_set1_epi8(0x10);
-  __m256 acc[R][2][8], summs[R][2];
+  __m256 acc[R][2], accm[R][2];
   for (int r = 0; r < R; ++r) {
-    for (int hf = 0; hf < 2; ++hf) {
-      summs[r][hf] = _mm256_setzero_ps();
-      for (int l = 0; l < 8; ++l) acc[r][hf][l] = _mm256_setzero_ps();
-    }
+    for (int hf = 0; hf < 2; ++hf) acc[r][hf] = accm[r][hf] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ5KX16& wb = w[b];
@@ -182,15 +180,14 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
       __m256i sc2[8];
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) sc2[c] = scale_pairs_u8(wb.scales[c] + row0);
-      const __m256 d = _mm256_cvtph_ps(load16(wb.d + row0));
+      __m256i t[R];
+      for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int l = 0; l < 8; ++l) {
         const __m256i hb = load32(wb.q[l][4][row0]);
         if (hf == 0) {
           for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
         }
-        __m256i lane[R];
-        for (int r = 0; r < R; ++r) lane[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) {
           const __m256i raw = load32(wb.q[l][v][row0]);
@@ -206,19 +203,15 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
             for (int r = 0; r < R; ++r) {
               const __m256i prod =
                   _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
-              lane[r] = _mm256_add_epi32(lane[r], _mm256_madd_epi16(prod, sc2[c]));
+              t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(prod, sc2[c]));
             }
           }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(x[r][b].d), d);
-          acc[r][hf][l] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(lane[r]), acc[r][hf][l]);
         }
       }
       __m256i mins[4];
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) mins[p] = _mm256_cvtepu8_epi16(load16(wb.mins[p][row0]));
+      const __m256 d = _mm256_cvtph_ps(load16(wb.d + row0));
       const __m256 dmin = _mm256_cvtph_ps(load16(wb.dmin + row0));
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
@@ -226,18 +219,15 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 4
         for (int p = 0; p < 4; ++p)
           m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[p], bcast4(x[r][b].sums32 + 2 * p)));
-        const __m256 ddmin = _mm256_mul_ps(_mm256_set1_ps(-x[r][b].d), dmin);
-        summs[r][hf] = _mm256_fmadd_ps(ddmin, _mm256_cvtepi32_ps(m), summs[r][hf]);
+        const __m256 dx = _mm256_set1_ps(x[r][b].d);
+        acc[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(t[r]), acc[r][hf]);
+        accm[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(m), accm[r][hf]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) {
-      const __m256* a = acc[r][hf];  // hsum8 of dot_ggml_order.cc
-      const __m256 r0 = _mm256_add_ps(a[4], a[0]), r1 = _mm256_add_ps(a[5], a[1]);
-      const __m256 r2 = _mm256_add_ps(a[6], a[2]), r3 = _mm256_add_ps(a[7], a[3]);
-      const __m256 sum = _mm256_add_ps(_mm256_add_ps(r0, r2), _mm256_add_ps(r1, r3));
-      _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_add_ps(sum, summs[r][hf]));
+      _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_sub_ps(acc[r][hf], accm[r][hf]));
     }
   }
 }
