@@ -141,9 +141,10 @@ int run_serve(int argc, char** argv) {
   server::Server srv(config, *s.model, s.tokenizer, *tmpl);
   if (Status st = srv.start(); !st.is_ok()) return fail("serve", st.message());
   const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::fprintf(stderr, "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions, %d threads)\n",
+  std::fprintf(stderr, "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions in %s/%s, %s attention, %d threads)\n",
                config.model_name.c_str(), s.load_s, s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "",
-               shown.c_str(), srv.port(), config.engine.kv_positions,
+               shown.c_str(), srv.port(), config.engine.kv_positions, kv_type_name(s.model->kv_type_k()),
+               kv_type_name(s.model->kv_type_v()), s.model->flash_attention() ? "block-order" : "llama.cpp-order",
                config.engine.threads.n_threads);
   int sig = 0;
   sigwait(&set, &sig);
