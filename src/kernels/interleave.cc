@@ -142,8 +142,13 @@ void x16_interleave(const WeightView& w, int64_t g_begin, int64_t g_end, uint8_t
   }
 }
 
-float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ4_K* w = static_cast<const BlockQ4_K*>(w_row);
+namespace {
+
+// The x16 order of the K-quants with 8 sub-blocks of 32 and 6-bit scales and mins (Q4_K, Q5_K):
+// code(block, c, i) is the unsigned code of element i of sub-block c.
+template <class Block, class Code>
+float dot_scale_min_x16_order(const void* w_row, const void* x_row, int64_t n, Code code) {
+  const Block* w = static_cast<const Block*>(w_row);
   const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
   float acc = 0.0f, accm = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -151,11 +156,9 @@ float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
     for (int c = 0; c < 8; ++c) {
       uint8_t sc, m;
       get_scale_min_k4(c, w[b].scales, &sc, &m);
-      const uint8_t* q = w[b].qs + 32 * (c / 2);
-      const int shift = 4 * (c % 2);
       const int8_t* xq = x[b].qs + 32 * c;
       int32_t s = 0;
-      for (int i = 0; i < 32; ++i) s += ((q[i] >> shift) & 0xF) * xq[i];
+      for (int i = 0; i < 32; ++i) s += code(w[b], c, i) * xq[i];
       t += sc * s;
       m_sum += m * (x[b].bsums[2 * c] + x[b].bsums[2 * c + 1]);
     }
@@ -165,27 +168,18 @@ float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
   return acc - accm;
 }
 
+}  // namespace
+
+float dot_q4_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
+  return dot_scale_min_x16_order<BlockQ4_K>(w_row, x_row, n, [](const BlockQ4_K& b, int c, int i) {
+    return (b.qs[32 * (c / 2) + i] >> (4 * (c % 2))) & 0xF;
+  });
+}
+
 float dot_q5_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ5_K* w = static_cast<const BlockQ5_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc = 0.0f, accm = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t t = 0, m_sum = 0;
-    for (int c = 0; c < 8; ++c) {
-      uint8_t sc, m;
-      get_scale_min_k4(c, w[b].scales, &sc, &m);
-      const uint8_t* q = w[b].qs + 32 * (c / 2);
-      const int shift = 4 * (c % 2);
-      const int8_t* xq = x[b].qs + 32 * c;
-      int32_t s = 0;
-      for (int i = 0; i < 32; ++i) s += (((q[i] >> shift) & 0xF) | (((w[b].qh[i] >> c) & 1) << 4)) * xq[i];
-      t += sc * s;
-      m_sum += m * (x[b].bsums[2 * c] + x[b].bsums[2 * c + 1]);
-    }
-    acc = std::fma(fp16_to_fp32(w[b].d) * x[b].d, static_cast<float>(t), acc);
-    accm = std::fma(fp16_to_fp32(w[b].dmin) * x[b].d, static_cast<float>(m_sum), accm);
-  }
-  return acc - accm;
+  return dot_scale_min_x16_order<BlockQ5_K>(w_row, x_row, n, [](const BlockQ5_K& b, int c, int i) {
+    return ((b.qs[32 * (c / 2) + i] >> (4 * (c % 2))) & 0xF) | (((b.qh[i] >> c) & 1) << 4);
+  });
 }
 
 float dot_q6_K_x16_order(const void* w_row, const void* x_row, int64_t n) {
