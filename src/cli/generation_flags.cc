@@ -27,16 +27,20 @@ void KvTypeFlags::add_to(CLI::App& app) {
   app.add_option("--cache-type-v", v, "V cache type: f16 or q8_0 (as --cache-type-k)")->capture_default_str()->check(types);
 }
 
-Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
-  auto kt = parse_kv_type(k);
-  if (!kt.has_value()) return kt.status();
-  auto vt = parse_kv_type(v);
-  if (!vt.has_value()) return vt.status();
-  if (!flash_attn && (*kt != KvType::kF16 || *vt != KvType::kF16)) {
+KvType KvTypeFlags::k_type() const { return parse_kv_type(k).value(); }
+KvType KvTypeFlags::v_type() const { return parse_kv_type(v).value(); }
+
+Status KvTypeFlags::validate(bool flash_attn) const {
+  if (!flash_attn && (k_type() != KvType::kF16 || v_type() != KvType::kF16)) {
     return Status::error("--cache-type-k/-v q8_0 needs the block order of attention (--flash-attn 1)");
   }
+  return Status::ok();
+}
+
+Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
+  PONDER_RETURN_IF_ERROR(validate(flash_attn));
   model.set_flash_attention(flash_attn);
-  return model.set_kv_types(*kt, *vt);
+  return model.set_kv_types(k_type(), v_type());
 }
 
 void GenerationFlags::add_to(CLI::App& app) {
@@ -73,9 +77,7 @@ void GenerationFlags::add_to(CLI::App& app) {
 }
 
 Status GenerationFlags::validate() const {
-  if (!flash_attn && (kv_types.k != "f16" || kv_types.v != "f16")) {
-    return Status::error("--cache-type-k/-v q8_0 needs the block order of attention (--flash-attn 1)");
-  }
+  PONDER_RETURN_IF_ERROR(kv_types.validate(flash_attn));
   if (n_ctx < 16) return Status::errorf("--ctx {} is too small (at least 16)", n_ctx);
   if (threads < 0) return Status::errorf("--threads {} is negative", threads);
   if (threads_batch < 0) return Status::errorf("--threads-batch {} is negative", threads_batch);
@@ -95,12 +97,8 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   c.kv_positions = n_ctx;
   if (kv_mem_mib > 0) {
     // K and V rows of every layer and KV head per position.
-    const auto type = [](const std::string& name) {
-      auto t = parse_kv_type(name);
-      return t.has_value() ? *t : KvType::kF16;
-    };
     const int64_t per_position = model.n_layer * model.n_head_kv *
-                                 (kv_row_bytes(type(kv_types.k), model.head_dim) + kv_row_bytes(type(kv_types.v), model.head_dim));
+                                 (kv_row_bytes(kv_types.k_type(), model.head_dim) + kv_row_bytes(kv_types.v_type(), model.head_dim));
     c.kv_positions = static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
   }
   c.max_batch = batch_size;

@@ -20,7 +20,11 @@ namespace ponder::cli {
 struct KvTypeFlags {
   std::string k = "f16", v = "f16";
   void add_to(CLI::App& app);
-  // The attention order and the KV types on the model; a clear error for a bad combination.
+  KvType k_type() const;  // add_to's check leaves only valid names
+  KvType v_type() const;
+  // Q8_0 needs the block order: a clear error before the model loads.
+  Status validate(bool flash_attn) const;
+  // The attention order and the KV types on the model.
   Status apply(Qwen2Model& model, bool flash_attn) const;
 };
 

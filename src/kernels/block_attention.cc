@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_features.h"
 #include "quant/half.h"
+#include "quant/quantize.h"
 
 namespace ponder {
 
@@ -57,15 +58,7 @@ void convert_block(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, 
 
 void convert_block_q8_0(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
   std::fill(out, out + kAttnBlock * hdp, 0.0f);
-  for (int p = 0; p < n; ++p) {
-    for (int64_t b = 0; b < hd / 32; ++b) {
-      const uint8_t* blk = rows[p] + b * 34;
-      uint16_t dh;
-      std::memcpy(&dh, blk, sizeof(dh));
-      const float d = fp16_to_fp32(dh);
-      for (int i = 0; i < 32; ++i) out[p * hdp + b * 32 + i] = d * static_cast<float>(static_cast<int8_t>(blk[2 + i]));
-    }
-  }
+  for (int p = 0; p < n; ++p) dequantize_row(GgmlType::Q8_0, rows[p], out + p * hdp, hd);
 }
 
 void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <new>
 
+#include "gguf/ggml_type.h"
 #include "kernels/dot_ggml_order.h"
-#include "quant/blocks.h"
-#include "quant/half.h"
+#include "quant/quantize.h"
 
 namespace ponder {
 
@@ -25,31 +25,11 @@ Expected<KvType> parse_kv_type(std::string_view name) {
   return Status::errorf("KV cache type '{}': expected f16 or q8_0", name);
 }
 
-int64_t kv_row_bytes(KvType t, int64_t head_dim) {
-  return t == KvType::kQ8_0 ? head_dim / kQK * static_cast<int64_t>(sizeof(BlockQ8_0)) : head_dim * 2;
-}
+namespace {
+GgmlType ggml_type_of(KvType t) { return t == KvType::kQ8_0 ? GgmlType::Q8_0 : GgmlType::F16; }
+}  // namespace
 
-void kv_row_to_floats(KvType t, const uint8_t* row, int64_t head_dim, float* out) {
-  if (t == KvType::kF16) {
-    const auto* h = reinterpret_cast<const uint16_t*>(row);
-    for (int64_t i = 0; i < head_dim; ++i) out[i] = fp16_to_fp32(h[i]);
-    return;
-  }
-  const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
-  for (int64_t j = 0; j < head_dim / kQK; ++j) {
-    const float d = fp16_to_fp32(b[j].d);
-    for (int i = 0; i < kQK; ++i) out[j * kQK + i] = d * static_cast<float>(b[j].qs[i]);
-  }
-}
-
-void kv_row_from_floats(KvType t, const float* x, int64_t head_dim, uint8_t* row) {
-  if (t == KvType::kF16) {
-    auto* h = reinterpret_cast<uint16_t*>(row);
-    for (int64_t i = 0; i < head_dim; ++i) h[i] = fp32_to_fp16(x[i]);
-    return;
-  }
-  quantize_activation_row(GgmlType::Q8_0, x, row, head_dim);  // llama.cpp's quantize_row_q8_0
-}
+int64_t kv_row_bytes(KvType t, int64_t head_dim) { return ggml_row_bytes(ggml_type_of(t), head_dim); }
 
 void KvCache::Free::operator()(uint8_t* p) const { std::free(p); }
 
@@ -88,17 +68,19 @@ void KvCache::copy_block(int64_t src, int64_t dst, int64_t n_slots) {
   }
 }
 
+// Rows are rounded as llama.cpp rounds its cache (fp32_to_fp16, quantize_row_q8_0) and read back
+// with the file formats' dequantizers.
 void KvCache::store_k(int64_t layer, int64_t block, int64_t head, int64_t slot, const float* x) {
-  kv_row_from_floats(k_type_, x, head_dim_, k_row(layer, block, head, slot));
+  quantize_activation_row(ggml_type_of(k_type_), x, k_row(layer, block, head, slot), head_dim_);
 }
 void KvCache::store_v(int64_t layer, int64_t block, int64_t head, int64_t slot, const float* x) {
-  kv_row_from_floats(v_type_, x, head_dim_, v_row(layer, block, head, slot));
+  quantize_activation_row(ggml_type_of(v_type_), x, v_row(layer, block, head, slot), head_dim_);
 }
 void KvCache::load_k(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const {
-  kv_row_to_floats(k_type_, k_row(layer, block, head, slot), head_dim_, out);
+  dequantize_row(ggml_type_of(k_type_), k_row(layer, block, head, slot), out, head_dim_);
 }
 void KvCache::load_v(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const {
-  kv_row_to_floats(v_type_, v_row(layer, block, head, slot), head_dim_, out);
+  dequantize_row(ggml_type_of(v_type_), v_row(layer, block, head, slot), out, head_dim_);
 }
 
 }  // namespace ponder

@@ -9,7 +9,7 @@
 // sequence whose blocks have consecutive ids is one contiguous stream per layer and head: attention
 // reads it at the speed of a sequential read (measured on one core: 33 GB/s, against 10 GB/s for
 // 4 KiB runs every 8 KiB, as with the heads interleaved). Aligned to 2 MiB and asked for in huge pages.
-// Depends on kernels (the Q8_0 quantizer), quant, base.
+// Depends on kernels (llama.cpp's row quantizers), quant (the dequantizers), gguf, base.
 #pragma once
 
 #include <cstddef>
@@ -82,8 +82,5 @@ class KvCache {
   std::unique_ptr<uint8_t[], Free> v_;  // same
 };
 
-// Rows of `t` to floats: out[i] = value i of row, i < head_dim.
-void kv_row_to_floats(KvType t, const uint8_t* row, int64_t head_dim, float* out);
-void kv_row_from_floats(KvType t, const float* x, int64_t head_dim, uint8_t* row);
 
 }  // namespace ponder

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/block_attention.h"
+#include "quant/blocks.h"
 
 namespace ponder {
 namespace {
@@ -126,14 +126,12 @@ void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int6
       for (int64_t i = 0; i < hdp; i += 8) _mm256_storeu_ps(o + i, _mm256_setzero_ps());
       continue;
     }
-    for (int64_t b = 0; b < hd / 32; ++b) {
-      const uint8_t* blk = rows[p] + b * 34;
-      uint16_t dh;
-      std::memcpy(&dh, blk, sizeof(dh));
-      const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
-      for (int j = 0; j < 32; j += 8) {
-        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + j));
-        _mm256_storeu_ps(o + b * 32 + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
+    for (int64_t b = 0; b < hd / kQK; ++b) {
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[b].d));
+      for (int j = 0; j < kQK; j += 8) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk[b].qs + j));
+        _mm256_storeu_ps(o + b * kQK + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
       }
     }
   }

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/block_attention.h"
+#include "quant/blocks.h"
 
 namespace ponder {
 namespace {
@@ -123,14 +123,12 @@ void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, in
       for (int64_t i = 0; i < hdp; i += 16) _mm512_storeu_ps(o + i, _mm512_setzero_ps());
       continue;
     }
-    for (int64_t b = 0; b < hd / 32; ++b) {
-      const uint8_t* blk = rows[p] + b * 34;
-      uint16_t dh;
-      std::memcpy(&dh, blk, sizeof(dh));
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(dh));
-      for (int j = 0; j < 32; j += 16) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + j));
-        _mm512_storeu_ps(o + b * 32 + j, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
+    for (int64_t b = 0; b < hd / kQK; ++b) {
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[b].d));
+      for (int j = 0; j < kQK; j += 16) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs + j));
+        _mm512_storeu_ps(o + b * kQK + j, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
       }
     }
   }
