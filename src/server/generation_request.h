@@ -35,6 +35,8 @@ struct GenerationRequest {
   bool return_progress = false; // llama.cpp's: prompt_progress chunks while the prompt is processed
   bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
   std::string user;
+  std::string prompt_cache_key;  // OpenAI's field (server/route_key.h)
+  std::string conversation_id;   // the X-Conversation-Id header (server/route_key.h)
 };
 
 }  // namespace ponder::server

@@ -15,6 +15,7 @@
 
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/route_key.h"
 #include "server/server_context.h"
 
 namespace ponder::server {
@@ -42,7 +43,10 @@ template <typename Job>
 std::optional<ApiError> submit_job(ServerContext& ctx, const GenerationRequest& g, Responder& r,
                                    const std::shared_ptr<Job>& job, Submission* sub) {
   auto e = submit_generation(ctx, g, r, [job](EngineEvent&& ev) { job->on_event(std::move(ev)); }, sub);
-  if (!e) r.add_header("X-Ponder-Cache", sub->cache);
+  if (!e) {
+    r.add_header("X-Ponder-Cache", sub->cache);
+    r.add_header("X-Ponder-Route-Key", route_key(g));
+  }
   return e;
 }
 

@@ -111,6 +111,7 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
   if (auto e = parse_completion_request(b, ctx.defaults, &g)) return reply_error(*r, *e);
   if (n_probs) g.n_logprobs = static_cast<int32_t>(*n_probs);
   if (g.n != 1) return reply_error(*r, ApiError::unsupported("n", "'n' other than 1 on /completion"));
+  g.conversation_id = header_value(req, "x-conversation-id");
   std::make_shared<LlamaCompletionJob>(ctx, std::move(r), std::move(g))->start();
 }
 

@@ -19,6 +19,13 @@ void health(ServerContext& ctx, Responder& r) {
   reply_json(r, 200, {{"status", "ok"}});
 }
 
+// Kubernetes' probes: live while the process serves HTTP at all (a failing liveness probe
+// restarts the pod, so draining and loading are live); ready only when it takes new work.
+void health_live(ServerContext& ctx, Responder& r) {
+  const char* state = ctx.draining.load() ? "draining" : ctx.ready.load() ? "ok" : "loading model";
+  reply_json(r, 200, {{"status", "live"}, {"state", state}});
+}
+
 void tokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
   auto body = parse_json_body(req, r);
   if (!body) return;
@@ -115,8 +122,10 @@ void metrics(ServerContext& ctx, Responder& r) {
     metric("ponder_response_cache_misses_total", "counter", "Cacheable requests not in the cache.", static_cast<double>(c.misses));
     metric("ponder_response_cache_stores_total", "counter", "Answers stored.", static_cast<double>(c.stores));
     metric("ponder_response_cache_errors_total", "counter", "Cache file errors (each logged).", static_cast<double>(c.errors));
-    metric("ponder_response_cache_disk_enabled", "gauge", "1 while the SQLite file is in use.", c.disk_enabled ? 1 : 0);
-    metric("ponder_response_cache_entries", "gauge", "Answers on disk.", static_cast<double>(c.entries_disk));
+    metric("ponder_response_cache_disk_enabled", "gauge", "1 while the level under memory (the SQLite file or Redis) is in use.",
+           c.disk_enabled ? 1 : 0);
+    if (c.backend == "redis") metric("ponder_response_cache_redis_up", "gauge", "1 while Redis (--cache-url) answers.", c.disk_enabled ? 1 : 0);
+    metric("ponder_response_cache_entries", "gauge", "Answers on disk (or in Redis).", static_cast<double>(c.entries_disk));
   }
   r.send(200, "text/plain; version=0.0.4", std::move(out));
 }
@@ -127,6 +136,8 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
   auto h = [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health(ctx, *r); };
   router.add(http::verb::get, "/health", h, true);
   router.add(http::verb::get, "/v1/health", h, true);
+  router.add(http::verb::get, "/health/ready", h, true);
+  router.add(http::verb::get, "/health/live", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
   router.add(http::verb::post, "/tokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { tokenize(ctx, std::move(q), *r); });
   router.add(http::verb::post, "/detokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { detokenize(ctx, std::move(q), *r); });
   router.add(http::verb::get, "/props", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { props(ctx, *r); });

@@ -129,6 +129,7 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
   GenerationRequest g;
   bool think = true;
   if (auto e = read_ollama(body, ctx.defaults, &g, &think)) return ollama_error(*r, 400, *e);
+  g.conversation_id = header_value(req, "x-conversation-id");
   if (chat_shape) {
     g.chat = true;
     auto it = body.find("messages");

@@ -88,6 +88,7 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
   if (auto v = f.boolean("cache")) out->cache = *v;
   if (auto v = f.boolean("return_progress")) out->return_progress = *v;
   if (auto v = f.string("user")) out->user = *v;
+  if (auto v = f.string("prompt_cache_key")) out->prompt_cache_key = *v;
   if (auto v = f.string("reasoning_format")) {
     if (*v == "none") {
       out->split_reasoning = false;

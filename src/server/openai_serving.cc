@@ -17,7 +17,7 @@ namespace http = boost::beast::http;
 
 namespace {
 
-std::string random_id(const char* prefix) {
+std::string random_id(const std::string& prefix) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{}-{:016x}", prefix, rng());
 }
@@ -36,7 +36,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
  public:
   OpenAiJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), choices_(static_cast<size_t>(g_.n)) {
-    id_ = random_id(g_.chat ? "chatcmpl" : "cmpl");
+    id_ = random_id(std::string(g_.chat ? "chatcmpl" : "cmpl") + (ctx_.replica_id.empty() ? "" : "-" + ctx_.replica_id));
     created_ = unix_now();
   }
 
@@ -247,6 +247,7 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   if (!body) return;
   GenerationRequest g;
   if (auto e = Parse(*body, ctx.defaults, &g)) return reply_error(*r, *e);
+  g.conversation_id = header_value(req, "x-conversation-id");
   std::make_shared<OpenAiJob>(ctx, std::move(r), std::move(g))->start();
 }
 

@@ -20,7 +20,9 @@ using nlohmann::json;
 namespace {
 
 // Bumped whenever the stored events or the key change meaning.
-constexpr const char* kCacheFormat = "ponder-response-cache-1";
+constexpr const char* kCacheFormat = "ponder-response-cache-2";
+// What a sealed body starts with: this tag, 32 hex digits of cache_hash(body), a newline.
+constexpr const char* kSealTag = "ponder-sealed ";
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -32,6 +34,16 @@ std::string cache_hash(const std::string& s) {
   Hash128 h;
   h.add(s);
   return h.hex();
+}
+
+std::string seal_body(const std::string& body) { return kSealTag + cache_hash(body) + "\n" + body; }
+
+std::optional<std::string> unseal_body(const std::string& sealed) {
+  const size_t tag = std::char_traits<char>::length(kSealTag), head = tag + 32 + 1;
+  if (sealed.size() < head || sealed.compare(0, tag, kSealTag) != 0 || sealed[head - 1] != '\n') return std::nullopt;
+  std::string body = sealed.substr(head);
+  if (cache_hash(body) != sealed.substr(tag, 32)) return std::nullopt;
+  return body;
 }
 
 namespace {
@@ -102,7 +114,9 @@ std::optional<std::vector<EngineEvent>> decode_events(const std::string& body) {
 }
 
 ResponseCache::ResponseCache(ResponseCacheConfig config) : config_(std::move(config)) {
-  if (!config_.dir.empty()) {
+  if (config_.redis) {
+    redis_ = std::make_unique<RedisStore>(*config_.redis);
+  } else if (!config_.dir.empty()) {
     path_ = (std::filesystem::path(config_.dir) / "responses.sqlite").string();
     std::lock_guard<std::mutex> db(db_mu_);
     disk_ok_ = open_disk();
@@ -218,27 +232,7 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
       body = it->second.body;
     }
   }
-  std::unique_lock<std::mutex> db(db_mu_, std::defer_lock);
-  if (body.empty() && disk_ok_) db.lock();
-  if (db.owns_lock() && disk_ok_) {  // the writer may have turned the disk off meanwhile
-    sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr);
-    if (rc == SQLITE_OK) {
-      sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-      rc = sqlite3_step(st);
-      if (rc == SQLITE_ROW) body.assign(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), static_cast<size_t>(sqlite3_column_bytes(st, 0)));
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
-    if (!body.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      remember(key, body);
-      pending_.push_back({key, "", "", ""});  // touch: last_used moves on
-      queued_++;
-      cv_.notify_one();
-    }
-  }
-  if (db.owns_lock()) db.unlock();
+  if (body.empty()) body = lookup_below(key);
   auto events = body.empty() ? std::nullopt : decode_events(body);
   std::lock_guard<std::mutex> lock(mu_);
   if (events) {
@@ -249,13 +243,49 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup(const std::string&
   return events;
 }
 
+std::string ResponseCache::lookup_below(const std::string& key) {
+  std::string sealed;
+  bool touch = false;  // SQLite's last_used moves on through the writer; Redis's get renews it
+  if (redis_) {
+    sealed = redis_->get(key).value_or("");
+  } else {
+    std::unique_lock<std::mutex> db(db_mu_);
+    if (!disk_ok_) return "";  // the writer may have turned the disk off meanwhile
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db_, "SELECT body FROM answers WHERE key = ?", -1, &st, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+      rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) sealed.assign(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
+    touch = true;
+  }
+  if (sealed.empty()) return "";
+  std::optional<std::string> body = unseal_body(sealed);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!body) {  // torn or altered: never served; the next store of the key replaces it
+    stats_.errors++;
+    log_warn("response cache: a stored answer failed its checksum ({} bytes); treated as a miss", sealed.size());
+    return "";
+  }
+  remember(key, *body);
+  if (touch) {
+    pending_.push_back({key, "", "", ""});
+    queued_++;
+    cv_.notify_one();
+  }
+  return *body;
+}
+
 void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events, const std::string& context,
                           const std::string& question) {
   std::string body = encode_events(events);
   std::lock_guard<std::mutex> lock(mu_);
   remember(key, body);
   stats_.stores++;
-  if (!disk_ok_) return;
+  if (!disk_ok_ && !redis_) return;  // Redis may come back before the writer gets to it
   pending_.push_back({key, std::move(body), config_.match == CacheMatch::kSimilar ? context : "", question});
   queued_++;
   cv_.notify_one();
@@ -272,62 +302,89 @@ void ResponseCache::writer_loop() {
     Write w;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      if (redis_) {
+        cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || !pending_.empty(); });
+      } else {
+        cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      }
       if (pending_.empty() && stop_) return;
+      if (redis_ && !stop_) {
+        lock.unlock();
+        redis_->keep_alive();
+        lock.lock();
+      }
+      if (pending_.empty()) continue;
       w = std::move(pending_.front());
       pending_.pop_front();
     }
-    const std::string& key = w.key;
-    const std::string& body = w.body;
-    std::unique_lock<std::mutex> db(db_mu_);
-    if (disk_ok_ && db_ != nullptr) {
-      sqlite3_stmt* st = nullptr;
-      const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
-                                     : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
-      int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
-      if (rc == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, unix_now());
-        if (!body.empty()) {
-          sqlite3_bind_text(st, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
-          sqlite3_bind_int64(st, 4, static_cast<int64_t>(body.size()));
-        }
-        rc = sqlite3_step(st);
-      }
-      sqlite3_finalize(st);
-      if (rc == SQLITE_DONE && !w.context.empty()) {
-        sqlite3_stmt* q = nullptr;
-        rc = sqlite3_prepare_v2(db_, "INSERT INTO questions (key, context, question) VALUES (?1, ?2, ?3)", -1, &q, nullptr);
-        if (rc == SQLITE_OK) {
-          sqlite3_bind_text(q, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-          sqlite3_bind_text(q, 2, w.context.c_str(), -1, SQLITE_TRANSIENT);
-          sqlite3_bind_text(q, 3, w.question.c_str(), -1, SQLITE_TRANSIENT);
-          rc = sqlite3_step(q);
-        }
-        sqlite3_finalize(q);
-      }
-      if (rc != SQLITE_DONE) {
-        disk_failed("a write", rc);
-      } else if (!body.empty()) {
-        // Bounded in bytes: the least recently used answers go first.
-        exec(db_, fmt::format("DELETE FROM answers WHERE key IN (SELECT key FROM (SELECT key, SUM(bytes) OVER "
-                              "(ORDER BY last_used DESC, rowid DESC) AS run FROM answers) WHERE run > {})",
-                              config_.max_bytes).c_str());
-        sqlite3_stmt* c = nullptr;
-        if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW) {
-          const int64_t n = sqlite3_column_int64(c, 0);
-          std::lock_guard<std::mutex> lock(mu_);
-          stats_.entries_disk = n;
-        }
-        sqlite3_finalize(c);
-      }
+    if (redis_) {
+      write_redis(w);
+    } else {
+      write_sqlite(w);
     }
-    db.unlock();
     {
       std::lock_guard<std::mutex> lock(mu_);
       written_++;
     }
     flushed_cv_.notify_all();
+  }
+}
+
+void ResponseCache::write_redis(const Write& w) {
+  if (w.body.empty()) return;
+  if (!redis_->put(w.key, seal_body(w.body))) {
+    if (redis_->up()) count_error();  // Redis answered with an error (logged)
+    return;
+  }
+  const int64_t n = redis_->entries();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.entries_disk = n;
+}
+
+void ResponseCache::write_sqlite(const Write& w) {
+  const std::string& key = w.key;
+  const std::string body = w.body.empty() ? "" : seal_body(w.body);
+  std::lock_guard<std::mutex> db(db_mu_);
+  if (!disk_ok_ || db_ == nullptr) return;
+  sqlite3_stmt* st = nullptr;
+  const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
+                                 : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
+  int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, unix_now());
+    if (!body.empty()) {
+      sqlite3_bind_text(st, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_int64(st, 4, static_cast<int64_t>(body.size()));
+    }
+    rc = sqlite3_step(st);
+  }
+  sqlite3_finalize(st);
+  if (rc == SQLITE_DONE && !w.context.empty()) {
+    sqlite3_stmt* q = nullptr;
+    rc = sqlite3_prepare_v2(db_, "INSERT INTO questions (key, context, question) VALUES (?1, ?2, ?3)", -1, &q, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(q, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(q, 2, w.context.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(q, 3, w.question.c_str(), -1, SQLITE_TRANSIENT);
+      rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+  }
+  if (rc != SQLITE_DONE) {
+    disk_failed("a write", rc);
+  } else if (!body.empty()) {
+    // Bounded in bytes: the least recently used answers go first.
+    exec(db_, fmt::format("DELETE FROM answers WHERE key IN (SELECT key FROM (SELECT key, SUM(bytes) OVER "
+                          "(ORDER BY last_used DESC, rowid DESC) AS run FROM answers) WHERE run > {})",
+                          config_.max_bytes).c_str());
+    sqlite3_stmt* c = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW) {
+      const int64_t n = sqlite3_column_int64(c, 0);
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.entries_disk = n;
+    }
+    sqlite3_finalize(c);
   }
 }
 
@@ -370,7 +427,8 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std:
 ResponseCacheStats ResponseCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ResponseCacheStats s = stats_;
-  s.disk_enabled = disk_ok_;
+  s.disk_enabled = redis_ ? redis_->up() : disk_ok_.load();
+  s.backend = redis_ ? "redis" : !config_.dir.empty() ? "sqlite" : "memory";
   return s;
 }
 

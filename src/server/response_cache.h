@@ -1,14 +1,17 @@
 // ResponseCache: answers to identical deterministic requests (temperature 0, or a fixed seed),
 // kept as the engine events they streamed, so a hit replays through the same code path as a fresh
 // answer (same SSE framing, same fields) in any API family. An in-memory LRU in front of SQLite
-// (WAL mode) so answers survive restarts; both bounded in bytes.
+// (WAL mode) so answers survive restarts, or of Redis (server/redis_store.h) so that replicas
+// share them; all bounded in bytes. Stored bodies carry a checksum: a torn or altered one is a
+// miss (and a counted error), never served.
 // The key (response_cache_key) covers the model's fingerprint, Ponder's cache format version,
 // the prompt tokens and every option that changes the events (sampling, stops, lengths, n,
 // logprobs, the reasoning split, the attention order, context shift).
 // A cache that cannot work never fails a request: a corrupt file is moved aside and rebuilt; a
 // file that cannot be opened or written turns the disk part off (memory only), with a log line
-// and a counted error. Writes go through a writer thread; flush() and the destructor wait for them.
-// Depends on runtime/request.h, SQLite, nlohmann-json.
+// and a counted error; Redis going away does the same until it is back (the writer thread
+// reconnects). Writes go through a writer thread; flush() and the destructor wait for them.
+// Depends on runtime/request.h, server/redis_store.h, SQLite, nlohmann-json.
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,6 +29,7 @@
 
 #include "runtime/request.h"
 #include "server/question_match.h"
+#include "server/redis_store.h"
 
 struct sqlite3;
 
@@ -34,11 +39,13 @@ struct ResponseCacheConfig {
   std::string dir;                 // the SQLite file lives here; "" = memory only
   int64_t max_bytes = 256ll << 20; // on disk; memory holds at most a quarter of it
   CacheMatch match = CacheMatch::kExact;  // --cache-match; similar needs the disk (FTS5)
+  std::optional<RedisConfig> redis;  // --cache-url: Redis instead of the SQLite file (dir unused)
 };
 
 struct ResponseCacheStats {
   int64_t hits = 0, misses = 0, stores = 0, errors = 0, entries_memory = 0, entries_disk = 0;
-  bool disk_enabled = false;
+  bool disk_enabled = false;  // the level under memory (the SQLite file or Redis) is in use
+  std::string backend = "memory";  // "sqlite", "redis" or "memory"
 };
 
 class ResponseCache {
@@ -67,6 +74,10 @@ class ResponseCache {
   void disk_failed(const std::string& what, int rc);  // corrupt: move aside, rebuild; else off
   bool move_aside_and_reopen(const std::string& why);  // once per process
   void writer_loop();
+  std::string lookup_below(const std::string& key);  // SQLite or Redis; "" for a miss
+  struct Write;
+  void write_sqlite(const Write& w);
+  void write_redis(const Write& w);
   void remember(const std::string& key, std::string body);  // into the memory LRU (mu_ held)
   void count_error();  // stats_.errors++ (takes mu_)
 
@@ -96,6 +107,7 @@ class ResponseCache {
   std::condition_variable cv_, flushed_cv_;
   bool stop_ = false;
   std::thread writer_;
+  std::unique_ptr<RedisStore> redis_;  // --cache-url; then db_ stays closed
 };
 
 // The key of a request, or "" when its answer is not deterministic (temperature > 0 without a
@@ -106,6 +118,10 @@ std::string response_cache_key(const std::string& model_fingerprint, const Engin
 
 // 128-bit hash as 32 hex digits (keys).
 std::string cache_hash(const std::string& s);
+
+// A stored body with its checksum, and back (nullopt: torn, altered or not sealed).
+std::string seal_body(const std::string& body);
+std::optional<std::string> unseal_body(const std::string& sealed);
 
 // Events <-> the stored text.
 std::string encode_events(const std::vector<EngineEvent>& events);

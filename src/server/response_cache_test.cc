@@ -79,14 +79,14 @@ TEST(ResponseCacheTest, TheDiskIsBoundedAndKeepsTheMostRecent) {
   big[0].kind = EngineEvent::Kind::kDone;
   big[0].content = std::string(1000, 'a');
   {
-    ResponseCache cache(ResponseCacheConfig{dir, 20000});  // ~18 answers of ~1.1 KB
+    ResponseCache cache(ResponseCacheConfig{dir, 20000, CacheMatch::kExact, std::nullopt});  // ~18 answers of ~1.1 KB
     for (int i = 0; i < 60; ++i) cache.store("key" + std::to_string(i), big);
     cache.flush();
     EXPECT_LE(cache.stats().entries_disk, 18);
     EXPECT_GE(cache.stats().entries_disk, 10);
     EXPECT_LE(cache.stats().entries_memory, 5);  // a quarter of the bytes
   }
-  ResponseCache reopened(ResponseCacheConfig{dir, 20000});
+  ResponseCache reopened(ResponseCacheConfig{dir, 20000, CacheMatch::kExact, std::nullopt});
   EXPECT_TRUE(reopened.lookup("key59").has_value());
   EXPECT_FALSE(reopened.lookup("key0").has_value());
   EXPECT_EQ(reopened.stats().hits, 1);

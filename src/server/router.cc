@@ -24,6 +24,11 @@ std::string target_path(const HttpRequest& req) {
   return t.substr(0, t.find('?'));
 }
 
+std::string header_value(const HttpRequest& req, const std::string& name) {
+  auto it = req.find(name);
+  return it == req.end() ? "" : std::string(it->value());
+}
+
 std::string query_param(const HttpRequest& req, const std::string& name) {
   const std::string t(req.target());
   size_t q = t.find('?');
@@ -71,7 +76,7 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     HttpHeaders h;
     if (cors_ok) {
       h = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
-           {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Conversation-Id"},
+           {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, X-Ponder-Route-Key, X-Ponder-Replica"},
            {"Access-Control-Max-Age", "600"}};
     }
     r->send(204, "", "", h);

@@ -42,6 +42,8 @@ class Router {
 bool constant_time_equal(const std::string& a, const std::string& b);
 // The path of a request target, without its query string.
 std::string target_path(const HttpRequest& req);
+// A header's value ("" when absent).
+std::string header_value(const HttpRequest& req, const std::string& name);
 // A query parameter's value ("" when absent).
 std::string query_param(const HttpRequest& req, const std::string& name);
 

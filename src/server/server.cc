@@ -15,12 +15,16 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
     : config_(std::move(config)) {
   router_ = std::make_unique<Router>(config_.access);
   http_ = std::make_unique<HttpServer>(config_.limits, [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
+    if (!config_.replica_id.empty()) r->add_header("X-Ponder-Replica", config_.replica_id);
     router_->handle(std::move(req), std::move(r));
   });
-  if (config_.response_cache) cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes, config_.cache_match});
+  if (config_.response_cache) {
+    cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes, config_.cache_match, config_.redis});
+  }
   engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
   ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
   ctx_->model_name = config_.model_name;
+  ctx_->replica_id = config_.replica_id;
   ctx_->defaults = config_.defaults;
   ctx_->cache = cache_.get();
   ctx_->fingerprint = config_.fingerprint;

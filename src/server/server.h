@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct ServerConfig {
   std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
   double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
   std::string reasoning_field = "reasoning_content";  // or "reasoning" (vLLM's newer name)
+  std::string replica_id;   // --replica-id (docs/scaling.md); "" sends no X-Ponder-Replica
+  std::optional<RedisConfig> redis;  // --cache-url: the shared response cache
 };
 
 class Server {

@@ -25,6 +25,7 @@ struct ServerContext {
   const text::ChatTemplate& chat_template;
   ServerContext(Engine& e, const text::Tokenizer& t, const text::ChatTemplate& c) : engine(e), tokenizer(t), chat_template(c) {}
   std::string model_name;     // what /v1/models lists and responses carry (--alias)
+  std::string replica_id;     // --replica-id: in every answer's X-Ponder-Replica and in request ids
   ServingDefaults defaults;
   int64_t created_unix = 0;   // when the model was loaded (/v1/models "created")
   std::function<void(std::function<void()>)> post;  // run on the I/O thread

@@ -606,11 +606,43 @@ TEST(ServerTest, ReturnProgressStreamsPromptProgress) {
 
 TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   Fixture f;
+  EXPECT_EQ(call(f.port, http::verb::get, "/health/ready").status, 200);
   EXPECT_TRUE(f.server->drain(5));
   EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 503);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health/ready").status, 503);  // a load balancer stops sending work
+  const Reply live = call(f.port, http::verb::get, "/health/live");  // but nothing restarts it
+  EXPECT_EQ(live.status, 200);
+  EXPECT_EQ(live.j()["state"], "draining");
   const Reply r = post(f.port, "/v1/chat/completions", chat("hi", 3));
   EXPECT_EQ(r.status, 503);
   EXPECT_EQ(r.headers.at("Retry-After"), "1");
+}
+
+TEST(ServerTest, AReplicaNamesItselfAndReturnsTheRouteKey) {
+  ServerConfig c;
+  c.replica_id = "r2";
+  Fixture f(c);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").headers.at("X-Ponder-Replica"), "r2");
+  EXPECT_EQ(call(f.port, http::verb::get, "/no/such/route").headers.at("X-Ponder-Replica"), "r2");
+  const json turn1 = {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+                      {"max_tokens", 2}, {"temperature", 0}};
+  json turn2 = turn1;
+  turn2["messages"].push_back({{"role", "assistant"}, {"content", "Hello"}});
+  turn2["messages"].push_back({{"role", "user"}, {"content", "Why?"}});
+  const Reply a = post(f.port, "/v1/chat/completions", turn1);
+  const Reply b = post(f.port, "/v1/chat/completions", turn2);
+  ASSERT_EQ(a.status, 200);
+  EXPECT_EQ(a.headers.at("X-Ponder-Route-Key"), b.headers.at("X-Ponder-Route-Key"));
+  EXPECT_EQ(a.headers.at("X-Ponder-Route-Key").rfind("h-", 0), 0u);
+  EXPECT_EQ(a.j()["id"].get<std::string>().rfind("chatcmpl-r2-", 0), 0u);  // the id names its replica
+  const Reply header = post(f.port, "/v1/chat/completions", turn1, {{"X-Conversation-Id", "conv-7"}});
+  EXPECT_EQ(header.headers.at("X-Ponder-Route-Key"), "conv-7");
+  json keyed = turn1;
+  keyed["prompt_cache_key"] = "shared-prompt";
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", keyed).headers.at("X-Ponder-Route-Key"), "shared-prompt");
+  const Reply ollama = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", turn1["messages"]}, {"stream", false},
+                                                  {"options", {{"num_predict", 2}}}}, {{"X-Conversation-Id", "conv-8"}});
+  EXPECT_EQ(ollama.headers.at("X-Ponder-Route-Key"), "conv-8");
 }
 
 }  // namespace
