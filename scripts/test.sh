@@ -18,6 +18,10 @@ echo "== Release tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
 echo "== Real clients (curl, the openai npm package) against ponder serve"
 scripts/test_clients.sh build
+echo "== Three replicas behind nginx, the response cache in Redis (deploy/nginx/ponder.conf)"
+python3 scripts/test_cluster.py build
+echo "== The deployment files (deploy/: Kubernetes, container file, systemd)"
+python3 scripts/test_deploy.py build
 echo "== The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 

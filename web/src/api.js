@@ -9,17 +9,17 @@ export class ApiError extends Error {
   }
 }
 
-function headers(key, conversationId) {
-  const h = { 'Content-Type': 'application/json' };
+function headers(key, conversationId, extraHeaders) {
+  const h = { 'Content-Type': 'application/json', ...extraHeaders };
   if (key) h.Authorization = `Bearer ${key}`;
   if (conversationId) h['X-Conversation-Id'] = conversationId;
   return h;
 }
 
-async function call(path, { method = 'GET', body, key, conversationId, signal } = {}) {
+async function call(path, { method = 'GET', body, key, conversationId, signal, extraHeaders } = {}) {
   let res;
   try {
-    res = await fetch(path, { method, headers: headers(key, conversationId), body: body && JSON.stringify(body), signal });
+    res = await fetch(path, { method, headers: headers(key, conversationId, extraHeaders), body: body && JSON.stringify(body), signal });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new ApiError(0, 'The server cannot be reached.');
@@ -72,8 +72,15 @@ export async function streamChat(body, { key, conversationId, signal, onStart, o
   }
 }
 
+// Behind a load balancer the id names its replica (chatcmpl-r2-<16 hex>): sent as
+// X-Ponder-Replica so that deploy/nginx/ponder.conf routes the call to the replica that runs it.
+export function replicaOf(id) {
+  return /^chatcmpl-([a-z0-9-]+)-[0-9a-f]{16}$/.exec(id ?? '')?.[1] ?? '';
+}
+
 export async function answerNow(id, key) {
-  await call('/v1/answer_now', { method: 'POST', body: { id }, key });
+  const replica = replicaOf(id);
+  await call('/v1/answer_now', { method: 'POST', body: { id }, key, extraHeaders: replica ? { 'X-Ponder-Replica': replica } : {} });
 }
 
 // {status: 'ok' | 'loading' | 'draining' | 'unreachable' | 'error', message}
