@@ -108,6 +108,9 @@ def main():
         check(same_key and key.startswith("h-"), f"every turn of a conversation has the same route key ({key})")
         check(len(seen) == 1, "a route key sent back keeps the later turns on one replica")
 
+        page = request(front, "GET", "/")
+        check(page.status == 200 and "<html" in page.body.lower(), "the chat page loads through nginx")
+
         # 3. The shared response cache.
         q = chat([{"role": "user", "content": "What is shared between replicas?"}], max_tokens=6)
         a = request(cl.ports[0], "POST", "/v1/chat/completions", q)
