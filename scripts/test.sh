@@ -34,6 +34,8 @@ stage "Three replicas behind nginx, the response cache in Redis (deploy/nginx/po
 python3 scripts/test_cluster.py build
 stage "The deployment files (deploy/: Kubernetes, container file, systemd)"
 python3 scripts/test_deploy.py build
+stage "Bad requests against a live server (scripts/test_bad_requests.py)"
+python3 scripts/test_bad_requests.py build
 stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 

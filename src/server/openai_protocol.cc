@@ -101,10 +101,14 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
   refuse_unsupported(f, body);
 }
 
-std::optional<std::string> message_content(FieldReader& f, const json& m, size_t i) {
+std::optional<std::string> message_content(FieldReader& f, const json& m, size_t i, const std::string& role) {
   const std::string where = fmt::format("messages[{}].content", i);
   auto it = m.find("content");
-  if (it == m.end() || it->is_null()) return std::string();
+  if (it == m.end() || it->is_null()) {
+    if (role == "assistant") return std::string();  // OpenAI's assistant turns may omit it
+    f.fail(ApiError::bad_request(fmt::format("'{}' is required for a {} message", where, role), where));
+    return std::nullopt;
+  }
   if (it->is_string()) return it->get<std::string>();
   if (!it->is_array()) {
     f.fail(ApiError::bad_request(fmt::format("'{}' must be a string or an array of text parts, not {}", where, json_type_name(*it)), where));
@@ -212,7 +216,7 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaul
         f.fail(ApiError::unsupported(where + ".tool_calls", "'tool_calls'"));
         break;
       }
-      auto content = message_content(f, m, i);
+      auto content = message_content(f, m, i, role);
       if (!content) break;
       out->messages.push_back({role, *content});
     }
@@ -228,7 +232,7 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
   out->split_reasoning = false;  // a raw prompt: the text comes back as generated
   read_common(f, body, defaults, out);
   if (auto k = f.integer("logprobs", 0, 5)) out->n_logprobs = static_cast<int32_t>(*k);
-  if (f.has("echo") && body["echo"] == true) f.fail(ApiError::unsupported("echo", "'echo'"));
+  if (auto echo = f.boolean("echo"); echo && *echo) f.fail(ApiError::unsupported("echo", "'echo'"));
   if (f.has("suffix")) f.fail(ApiError::unsupported("suffix", "'suffix'"));
   if (f.has("best_of") && body["best_of"] != 1) f.fail(ApiError::unsupported("best_of", "'best_of' other than 1"));
   auto it = body.find("prompt");

@@ -90,6 +90,7 @@ TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
       {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].role"},
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, "messages[0].content"},
       {{{"messages", "hi"}}, "messages"},
+      {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},  // only assistant turns may omit it
   };
   for (const Case& c : cases) {
     json j = base();
@@ -115,6 +116,9 @@ TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 6}}, ServingDefaults{}, &bad)->param, "logprobs");
   EXPECT_EQ(parse_completion_request(json::object(), ServingDefaults{}, &bad)->param, "prompt");
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", true}}, ServingDefaults{}, &bad)->param, "echo");
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", "x"}}, ServingDefaults{}, &bad)->param, "echo");
+  GenerationRequest no_echo;
+  EXPECT_FALSE(parse_completion_request({{"prompt", "x"}, {"echo", false}}, ServingDefaults{}, &no_echo));
 }
 
 }  // namespace

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Bad requests against a live `ponder serve` (the tiny model, a loopback port): every field of
+every generation endpoint with the wrong type, null, negative, huge, NaN-like or infinite values;
+broken JSON, invalid UTF-8, empty and enormous bodies, deep nesting; too many and too long
+headers, long URIs, wrong methods, unknown routes, bad keys. Each must get a 4xx whose body is a
+JSON error (OpenAI's {"error": {...}}, Ollama's {"error": "..."}), never a 5xx, a hang or a 200,
+and /health must answer 200 right after each. Prints the count; fails on the first few misses.
+Usage: scripts/test_bad_requests.py [BUILD_DIR]"""
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import ROOT, free_port, wait_until  # noqa: E402
+
+KEY = "bad-requests-key"
+BIG = 10 ** 30
+
+
+def send(port, method, path, body=b"", headers=None, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        h = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+        h.update(headers or {})
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def raw(port, data, timeout=10):
+    """Bytes on a socket as they are; the status of the answer (0: closed without one)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while b"\r\n\r\n" not in out:
+            part = s.recv(65536)
+            if not part:
+                break
+            out += part
+        head, _, rest = out.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 "):
+            return 0, b""
+        status = int(head.split()[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v)
+        while len(rest) < length:
+            part = s.recv(65536)
+            if not part:
+                break
+            rest += part
+        return status, rest[:length]  # a pipelined second answer may follow
+    finally:
+        s.close()
+
+
+def field_cases():
+    """(path, body) for every field with values of the wrong type or range."""
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    comp = {"prompt": "hi", "max_tokens": 2}
+    # null is not here: OpenAI's API takes null for an optional field as "the default".
+    wrong = ["x", -1, BIG, -BIG, 1e308 * 10, [], {}, True, 1.5]
+    fields = {
+        "/v1/chat/completions": (chat, {
+            "messages": [None, "x", 1, [], [1], [{"role": "user"}], [{"role": "pilot", "content": "x"}],
+                         [{"role": "user", "content": 5}], [{"role": "user", "content": [{"type": "image_url"}]}],
+                         [{"content": "x"}]],
+            "max_tokens": wrong, "max_completion_tokens": wrong, "temperature": ["x", -1, 1e308 * 10, [], 1000],
+            "top_p": ["x", -0.5, 2, 0, []], "top_k": ["x", -5, 1.5, BIG], "min_p": ["x", -1, 2],
+            "presence_penalty": ["x", -3, 3, 1e308 * 10], "frequency_penalty": ["x", -3, 3],
+            "repeat_penalty": ["x", -1, 1e308 * 10], "repetition_penalty": ["x", -1], "seed": ["x", 1.5, -BIG, []],
+            "stop": [5, [5], ["x"] * 100, [""], {}], "logit_bias": ["x", {"x": 1}, {"5": "x"}, {"-1": 1}, {"999999999": 1}, [1]],
+            "n": ["x", 0, -1, 1000, 1.5], "stream": ["x", 1, []], "logprobs": ["x", 5],
+            "top_logprobs": ["x", -1, 21, 1.5], "stream_options": ["x", 1, {"include_usage": "x"}],
+            "tools": [[{"type": "function"}]], "response_format": [{"type": "json_object"}, "x"],
+            "reasoning_format": ["x", 1], "reasoning_budget": ["x", -2, 1.5], "user": [5, [], {}], "ignore_eos": ["x", 1],
+            "prompt_cache_key": [5, []],
+        }),
+        "/v1/completions": (comp, {
+            "prompt": [None, 5, [], [-1], [10 ** 12], [1.5], [[1, 2]], {}, ""],
+            "max_tokens": wrong, "logprobs": ["x", -1, 6, True], "echo": [True, "x"], "suffix": ["x"],
+            "temperature": ["x", -1], "n": [0, "x"], "best_of": [2],
+        }),
+        "/completion": ({"prompt": "hi", "n_predict": 2}, {
+            "prompt": [None, 5, [], {}], "n_predict": ["x", BIG, 1.5], "n_probs": ["x", -1, 21],
+            "temperature": ["x", -1], "stream": ["x"], "n": [2],
+        }),
+        "/api/chat": ({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": False}, {
+            "messages": [None, "x", [], [{"role": "pilot", "content": "x"}], [{"role": "user", "content": 5}]],
+            "options": ["x", {"num_predict": "x"}, {"temperature": "x"}, {"top_k": -5}], "stream": ["x"], "think": ["x"],
+        }),
+        "/api/generate": ({"model": "tiny", "prompt": "hi", "stream": False}, {
+            "prompt": [None, 5, []], "options": ["x", {"num_predict": "x"}], "stream": ["x"],
+        }),
+        "/tokenize": ({"content": "hi"}, {"content": [None, 5, []], "with_pieces": ["x"], "add_special": ["x"]}),
+        "/detokenize": ({"tokens": [1, 2]}, {"tokens": [None, "x", [-1], [10 ** 12], ["x"], [1.5]]}),
+        "/v1/answer_now": ({"id": "chatcmpl-none"}, {"id": [None, 5, []]}),
+    }
+    for path, (base, table) in fields.items():
+        for field, values in table.items():
+            for v in values:
+                b = dict(base)
+                b[field] = v
+                yield f"{path} {field}={json.dumps(v)[:40]}", path, json.dumps(b, allow_nan=True).encode()
+
+
+def body_cases():
+    for path in ("/v1/chat/completions", "/v1/completions", "/completion", "/api/chat", "/api/generate", "/tokenize",
+                 "/detokenize", "/v1/answer_now"):
+        yield f"{path} empty body", path, b""
+        yield f"{path} broken JSON", path, b'{"messages": [{"role": "user", "content": "hi"'
+        yield f"{path} a JSON array", path, b"[1, 2, 3]"
+        yield f"{path} a JSON string", path, b'"hello"'
+        yield f"{path} NaN", path, b'{"max_tokens": NaN, "prompt": "x", "messages": []}'
+        yield f"{path} Infinity", path, b'{"temperature": Infinity, "prompt": "x"}'
+        yield f"{path} invalid UTF-8", path, b'{"prompt": "\xff\xfe\xc3", "messages": [{"role": "user", "content": "\xc3\x28"}]}'
+        yield f"{path} deep nesting", path, b"[" * 100000 + b"]" * 100000
+        yield f"{path} trailing garbage", path, b'{"prompt": "x"} trailing'
+    yield "chat whose prompt is longer than the context", "/v1/chat/completions", json.dumps(
+        {"messages": [{"role": "user", "content": "word " * 5000}], "max_tokens": 4}).encode()
+    yield "completion asking past the context", "/v1/completions", json.dumps({"prompt": "hi", "max_tokens": 10 ** 6}).encode()
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="ponder-bad-", suffix=".log", delete=False)
+    srv = subprocess.Popen([os.path.join(ROOT, build, "ponder"), "serve", "-m", os.path.join(ROOT, "..", "shared", "models", "tiny-Q8_0.gguf"),
+                            "--port", str(port), "--api-key", KEY, "-c", "2048", "--no-response-cache"], stdout=log, stderr=log)
+    failures, n = [], 0
+    try:
+        wait_until(lambda: send(port, "GET", "/health", timeout=2)[0] == 200, 30, "ponder serve")
+
+        def judge(name, status, body, ollama=False):
+            nonlocal n
+            n += 1
+            ok = 400 <= status <= 499
+            if ok and body:
+                try:
+                    j = json.loads(body)
+                    ok = isinstance(j.get("error"), (dict, str))
+                except ValueError:
+                    ok = False
+            t0 = time.time()
+            alive = send(port, "GET", "/health", timeout=5)[0] == 200 and time.time() - t0 < 1
+            if not ok or not alive:
+                failures.append(f"{name}: status {status}, body {body[:120]!r}, health after {'ok' if alive else 'FAILED'}")
+
+        for name, path, body in list(field_cases()) + list(body_cases()):
+            try:
+                status, reply = send(port, "POST", path, body, timeout=20)
+            except (OSError, http.client.HTTPException) as e:
+                status, reply = 0, str(e).encode()
+            judge(name, status, reply, path.startswith("/api/"))
+
+        # Methods, routes, keys, headers, URIs.
+        for method, path in (("GET", "/v1/chat/completions"), ("PUT", "/v1/completions"), ("DELETE", "/v1/models"),
+                             ("POST", "/v1/models"), ("PATCH", "/completion"), ("GET", "/api/chat"), ("POST", "/api/tags"),
+                             ("POST", "/health"), ("GET", "/v1/nothing"), ("GET", "/../../etc/passwd"), ("GET", "/%2e%2e/%2e%2e/etc/passwd"),
+                             ("GET", "/assets/../../../etc/passwd"), ("POST", "/v2/chat/completions"), ("GET", "/api/nothing")):
+            status, reply = send(port, method, path, b"{}" if method != "GET" else b"")
+            judge(f"{method} {path}", status, reply)
+        for name, headers in (("no key", {"Authorization": ""}), ("a wrong key", {"Authorization": "Bearer nope"}),
+                              ("a key of another scheme", {"Authorization": f"Basic {KEY}"}), ("a near-miss key", {"Authorization": f"Bearer {KEY}x"})):
+            for path in ("/v1/chat/completions", "/v1/models", "/api/tags", "/tokenize", "/metrics", "/props"):
+                status, reply = send(port, "POST" if path in ("/v1/chat/completions", "/tokenize") else "GET", path,
+                                     b'{"messages":[{"role":"user","content":"hi"}],"content":"x"}', headers)
+                judge(f"{path} with {name}", status, reply)
+        judge("a 9,000-byte URI", *raw(port, b"GET /health?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"))
+        judge("a 40,000-byte header (over 32 KiB)", *raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n"))
+        judge("5,000 headers", *raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(5000)) + b"\r\n"))
+        judge("a 9 MiB body (over the 8 MiB limit), answered before it is all sent", *raw(
+            port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer "
+            + KEY.encode() + b"\r\nContent-Length: 9437184\r\n\r\n" + b"{" + b"a" * 65536))
+        judge("a body larger than its Content-Length says", *raw(port, b"POST /tokenize HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+                                                             + b"\r\nContent-Length: 5\r\n\r\n{\"content\": \"hi\"}"))
+        judge("a Content-Length of 10^15", *raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{"))
+        judge("a negative Content-Length", *raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}"))
+        judge("a bad chunked encoding", *raw(port, b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"))
+        judge("a request line with no version", *raw(port, b"GET /health\r\n\r\n"))
+        judge("a method of binary bytes", *raw(port, b"\x00\x01\x02 / HTTP/1.1\r\nHost: x\r\n\r\n"))
+        judge("HTTP/2 preface on HTTP/1.1", *raw(port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+    finally:
+        srv.terminate()
+        rc = srv.wait(30)
+    print(f"test_bad_requests: {n} bad requests, {len(failures)} answered wrongly; ponder serve exited {rc}")
+    for f in failures[:40]:
+        print("  FAIL " + f)
+    if failures or rc != 0:
+        with open(log.name) as f:
+            print(f.read()[-2000:])
+        sys.exit(1)
+    os.unlink(log.name)
+    print("test_bad_requests: all passed")
+
+
+if __name__ == "__main__":
+    main()
