@@ -36,6 +36,8 @@ stage "The deployment files (deploy/: Kubernetes, container file, systemd)"
 python3 scripts/test_deploy.py build
 stage "Bad requests against a live server (scripts/test_bad_requests.py)"
 python3 scripts/test_bad_requests.py build
+stage "1,000 idle and slowloris connections (scripts/test_slow_clients.py)"
+python3 scripts/test_slow_clients.py build
 stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 

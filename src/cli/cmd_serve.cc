@@ -1,6 +1,8 @@
 // ponder serve -m M.gguf: the HTTP server (OpenAI and llama.cpp APIs) on one loaded model. Stops
 // on SIGINT / SIGTERM by draining: health fails at once, new generations are refused, running
 // ones get --drain-timeout seconds to finish, then are cancelled.
+#include <sys/resource.h>
+
 #include <csignal>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,16 @@ namespace ponder::cli {
 namespace {
 
 // $XDG_CACHE_HOME/ponder, else ~/.cache/ponder, else "" (memory only).
+// Connections are file descriptors: the soft limit (often 1,024) goes up to the hard one, as
+// nginx does, so that a thousand idle clients cannot starve new ones.
+void raise_open_file_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 std::string default_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/ponder";
   if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/ponder";
@@ -60,6 +72,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--queue", queue, "requests that may wait before the server answers 503 busy")->capture_default_str();
   app.add_option("--drain-timeout", drain_timeout, "seconds running requests get to finish on SIGTERM")->capture_default_str();
   app.add_option("--body-limit", config.limits.max_body_bytes, "largest request body in bytes (413 above)")->capture_default_str();
+  app.add_option("--header-timeout", config.limits.header_timeout_s,
+                 "seconds a request's line and headers may take to arrive (slow clients are closed)")->capture_default_str();
+  app.add_option("--idle-timeout", config.limits.idle_timeout_s, "seconds a kept-alive connection may wait for its next request")
+      ->capture_default_str();
   app.add_option("--reasoning-budget", config.defaults.reasoning_budget,
                  "R1: thinking tokens after which the answer is forced (-1: no limit; per request: reasoning_budget)")
       ->capture_default_str();
@@ -112,6 +128,10 @@ int run_serve(int argc, char** argv) {
     return fail("serve", "--host " + host + " exposes the server beyond this machine: give --api-key (or --insecure)");
   }
   if (parallel < 1) return fail("serve", "--parallel must be at least 1");
+  if (!(config.limits.header_timeout_s > 0) || !(config.limits.idle_timeout_s > 0)) {
+    return fail("serve", "--header-timeout and --idle-timeout must be positive");
+  }
+  raise_open_file_limit();
   for (char ch : config.replica_id) {
     if (!std::islower(static_cast<unsigned char>(ch)) && !std::isdigit(static_cast<unsigned char>(ch)) && ch != '-') {
       return fail("serve", "--replica-id '" + config.replica_id + "' may hold only a-z, 0-9 and '-'");
