@@ -50,6 +50,14 @@ if [ "${1:-}" != "--fast" ]; then
   stage "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+  stage "TSan build (the engine and server tests only)"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DPONDER_TSAN=ON -DPONDER_TESTS=ON > /dev/null
+  cmake --build build-tsan -j"$JOBS" --target engine_test server_test
+  stage "TSan tests (the engine's batching, cancellation and preemption; the server, its cache and Redis)"
+  # The per-type batch-invariance cases differ only in numbers: one type stands for the rest here.
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5'
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/src/server/server_test
   stage "Fuzzing (libFuzzer, ASan + UBSan): 12 s per target (scripts/fuzz.sh SECONDS for long runs)"
   scripts/fuzz.sh 12
   if [ "$(uname -m)" = "x86_64" ]; then
