@@ -38,6 +38,12 @@ stage "Bad requests against a live server (scripts/test_bad_requests.py)"
 python3 scripts/test_bad_requests.py build
 stage "1,000 idle and slowloris connections (scripts/test_slow_clients.py)"
 python3 scripts/test_slow_clients.py build
+stage "Startup refusals (scripts/test_startup.py)"
+python3 scripts/test_startup.py build
+stage "The response cache killed -9 ten times, a full disk, a read-only directory (scripts/test_cache_crash.py)"
+python3 scripts/test_cache_crash.py build --kills 10
+stage "Soak, 90 s of it (scripts/soak.py; 30 minutes by hand)"
+python3 scripts/soak.py build --seconds 90
 stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 
