@@ -1,5 +1,8 @@
 #include "model/qwen2_config.h"
 
+#include <cmath>
+#include <utility>
+
 #include <fmt/core.h>
 
 namespace ponder {
@@ -26,8 +29,11 @@ Expected<Qwen2Config> Qwen2Config::from_gguf(const GgufFile& f) {
   c.n_head_kv = n_head_kv;
   c.n_ff = n_ff;
   c.n_ctx_train = n_ctx;
-  if (n_embd == 0 || n_layer == 0 || n_head == 0 || n_head_kv == 0 || n_ff == 0) {
-    return Status::error("qwen2 hyperparameters must be positive");
+  const std::pair<const char*, uint32_t> dims[] = {{"embedding_length", n_embd}, {"block_count", n_layer},
+                                                    {"attention.head_count", n_head}, {"attention.head_count_kv", n_head_kv},
+                                                    {"feed_forward_length", n_ff}, {"context_length", n_ctx}};
+  for (const auto& [key, v] : dims) {
+    if (v == 0) return Status::errorf("qwen2.{} is 0; it must be positive", key);
   }
   if (n_embd % n_head != 0 || n_head % n_head_kv != 0) {
     return Status::errorf("qwen2: embedding_length {} / head_count {} / head_count_kv {} do not divide",
@@ -35,8 +41,11 @@ Expected<Qwen2Config> Qwen2Config::from_gguf(const GgufFile& f) {
   }
   c.head_dim = n_embd / n_head;
   if (c.head_dim % 2 != 0) return Status::errorf("qwen2: head dimension {} is odd", c.head_dim);
-  if (!(c.rope_theta > 0) || !(c.rms_eps > 0)) {
-    return Status::error("qwen2: rope.freq_base and layer_norm_rms_epsilon must be positive");
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
+    return Status::errorf("qwen2.rope.freq_base is {}; it must be positive and finite", c.rope_theta);
+  }
+  if (!(c.rms_eps > 0) || !std::isfinite(c.rms_eps)) {
+    return Status::errorf("qwen2.attention.layer_norm_rms_epsilon is {}; it must be positive and finite", c.rms_eps);
   }
   // The vocabulary size is the embedding's row count (checked against the tokenizer elsewhere).
   const TensorInfo* embd = f.find_tensor("token_embd.weight");
