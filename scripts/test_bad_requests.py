@@ -177,6 +177,19 @@ def main():
                 status, reply = send(port, "POST" if path in ("/v1/chat/completions", "/tokenize") else "GET", path,
                                      b'{"messages":[{"role":"user","content":"hi"}],"content":"x"}', headers)
                 judge(f"{path} with {name}", status, reply)
+        # The key on every route but the probes and the page (the route table of src/server/, route by route).
+        routes = [("GET", p) for p in ("/api/ps", "/api/tags", "/api/version", "/metrics", "/models", "/props", "/slots", "/v1/models")] + \
+                 [("POST", p) for p in ("/api/chat", "/api/generate", "/api/show", "/completion", "/completions", "/detokenize",
+                                        "/tokenize", "/v1/answer_now", "/v1/chat/completions", "/v1/completions")]
+        for method, path in routes:
+            status, reply = send(port, method, path, b"{}" if method == "POST" else b"", {"Authorization": ""})
+            if status != 401:
+                failures.append(f"{method} {path} without the key: {status}")
+            judge(f"{method} {path} without the key", status, reply)
+        for path in ("/health", "/health/live", "/health/ready", "/v1/health", "/"):
+            status, _ = send(port, "GET", path, b"", {"Authorization": ""})
+            if status != 200:
+                failures.append(f"GET {path} (public) without the key: {status}")
         judge("a 9,000-byte URI", *raw(port, b"GET /health?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"))
         judge("a 40,000-byte header (over 32 KiB)", *raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n"))
         judge("5,000 headers", *raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(5000)) + b"\r\n"))
