@@ -183,6 +183,18 @@ class Cluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Checks:
+    """check(ok, what) prints one line per check and keeps what failed in check.failures."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, ok, what):
+        print(("  ok   " if ok else "  FAIL ") + what, flush=True)
+        if not ok:
+            self.failures.append(what)
+
+
 def chat(messages, max_tokens=8, temperature=0.0, stream=False, **extra):
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, "stream": stream}
     body.update(extra)

@@ -21,15 +21,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import ROOT, free_port, request, wait_until  # noqa: E402
+from cluster import Checks, ROOT, free_port, request, wait_until  # noqa: E402
 
-failures = []
-
-
-def check(ok, what):
-    print(("  ok   " if ok else "  FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
+check = Checks()
+failures = check.failures
 
 
 def question(i):

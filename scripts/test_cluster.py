@@ -22,15 +22,20 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster, chat, metric, request, wait_until  # noqa: E402
+from cluster import Checks, Cluster, chat, metric, request, wait_until  # noqa: E402
 
-failures = []
+check = Checks()
+failures = check.failures
 
 
-def check(ok, what):
-    print(("  ok   " if ok else "  FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
+def ask_until_hit(port, body):
+    """The answer once it comes from the response cache (the writer stores asynchronously), or the last miss."""
+    for _ in range(40):
+        r = request(port, "POST", "/v1/chat/completions", body)
+        if r.headers.get("x-ponder-cache") == "hit":
+            return r
+        time.sleep(0.05)
+    return r
 
 
 class Load:
@@ -115,12 +120,7 @@ def main():
         q = chat([{"role": "user", "content": "What is shared between replicas?"}], max_tokens=6)
         a = request(cl.ports[0], "POST", "/v1/chat/completions", q)
         check(a.headers.get("x-ponder-cache") == "miss", "replica r1 computes a new deterministic answer (miss)")
-        hit = None
-        for _ in range(40):
-            hit = request(cl.ports[1], "POST", "/v1/chat/completions", q)
-            if hit.headers.get("x-ponder-cache") == "hit":
-                break
-            time.sleep(0.05)
+        hit = ask_until_hit(cl.ports[1], q)
         check(hit.headers.get("x-ponder-cache") == "hit", "replica r2 answers it from Redis (hit)")
         check(hit.json()["choices"][0]["message"] == a.json()["choices"][0]["message"], "with the very same message")
 
@@ -187,12 +187,7 @@ def main():
         check(True, "every replica reconnected to Redis by itself")
         q3 = chat([{"role": "user", "content": "Asked after Redis came back"}], max_tokens=6)
         request(cl.ports[0], "POST", "/v1/chat/completions", q3)
-        hit = None
-        for _ in range(40):
-            hit = request(cl.ports[2], "POST", "/v1/chat/completions", q3)
-            if hit.headers.get("x-ponder-cache") == "hit":
-                break
-            time.sleep(0.05)
+        hit = ask_until_hit(cl.ports[2], q3)
         check(hit.headers.get("x-ponder-cache") == "hit", "answers are shared again after Redis came back")
         for i in range(3):
             check(cl.stop_replica(i, signal.SIGTERM) == 0, f"{cl.replica_name(i)} exited 0 at the end")

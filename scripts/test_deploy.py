@@ -26,13 +26,11 @@ except ImportError:  # a Python without PyYAML first in PATH: Debian's has it (s
     raise
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-failures = []
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from cluster import Checks  # noqa: E402
 
-
-def check(ok, what):
-    print(("  ok   " if ok else "  FAIL ") + what)
-    if not ok:
-        failures.append(what)
+check = Checks()
+failures = check.failures
 
 
 def serve_flags(build):

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import ROOT, free_port, request, wait_until  # noqa: E402
+from cluster import Checks, ROOT, free_port, request, wait_until  # noqa: E402
 
 
 def count(pid, what):
@@ -37,12 +37,8 @@ def main():
     srv = subprocess.Popen([os.path.join(ROOT, a.build, "ponder"), "serve", "-m", os.path.join(ROOT, "..", "shared", "models", "tiny-Q8_0.gguf"),
                             "--port", str(port), "-c", "2048", "--no-response-cache", "--header-timeout", str(a.header_timeout)],
                            stdout=log, stderr=log)
-    failures = []
-
-    def check(ok, what):
-        print(("  ok   " if ok else "  FAIL ") + what, flush=True)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     socks = []
     try:

@@ -12,15 +12,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import ROOT, free_port, request, wait_until  # noqa: E402
+from cluster import Checks, ROOT, free_port, request, wait_until  # noqa: E402
 
-failures = []
-
-
-def check(ok, what):
-    print(("  ok   " if ok else "  FAIL ") + what)
-    if not ok:
-        failures.append(what)
+check = Checks()
+failures = check.failures
 
 
 def main():
