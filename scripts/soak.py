@@ -143,7 +143,7 @@ def main():
     growth = (rss_end - rss_third) / rss_third
     print(f"soak: {a.seconds:g} s, {a.clients} clients, {total} requests ({', '.join(f'{k} {v}' for k, v in sorted(stats.items()) if k != 'examples')}); "
           f"cache hits {hits:g}, cancelled {cancelled:g}; RSS {rss_third / 1024:.1f} MB at {a.seconds / 3:g} s -> {rss_end / 1024:.1f} MB "
-          f"at the end ({100 * growth:+.1f}%; samples {[round(x / 1024, 1) for x in samples]}); KV blocks used at the end {used:g}; exit {rc}")
+          f"at the end ({100 * growth:+.1f}%; between {min(samples) / 1024:.1f} and {max(samples) / 1024:.1f}); KV blocks used at the end {used:g}; exit {rc}")
     bad = stats.get("unexpected", 0) > 0 or growth > 0.05 or used != 0 or rc != 0
     for e in stats.get("examples", []):
         print("  unexpected: " + e)
