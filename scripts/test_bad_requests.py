@@ -142,7 +142,7 @@ def main():
     try:
         wait_until(lambda: send(port, "GET", "/health", timeout=2)[0] == 200, 30, "ponder serve")
 
-        def judge(name, status, body, ollama=False):
+        def judge(name, status, body):
             nonlocal n
             n += 1
             ok = 400 <= status <= 499
@@ -162,7 +162,7 @@ def main():
                 status, reply = send(port, "POST", path, body, timeout=20)
             except (OSError, http.client.HTTPException) as e:
                 status, reply = 0, str(e).encode()
-            judge(name, status, reply, path.startswith("/api/"))
+            judge(name, status, reply)
 
         # Methods, routes, keys, headers, URIs.
         for method, path in (("GET", "/v1/chat/completions"), ("PUT", "/v1/completions"), ("DELETE", "/v1/models"),

@@ -137,13 +137,14 @@ int run_serve(int argc, char** argv) {
       return fail("serve", "--replica-id '" + config.replica_id + "' may hold only a-z, 0-9 and '-'");
     }
   }
+  config.cache_bytes = std::max<int64_t>(cache_mib, 1) << 20;  // on disk or in Redis
   if (!cache_url.empty()) {
     server::RedisConfig redis;
     if (Status st = server::parse_redis_url(cache_url, &redis); !st.is_ok()) return fail("serve", st.message());
     if (cache_ttl < 1) return fail("serve", "--cache-ttl must be at least 1 second");
     if (cache_match == "similar") return fail("serve", "--cache-match similar needs the SQLite cache (--cache-dir), not --cache-url");
     redis.ttl_s = cache_ttl;
-    redis.max_bytes = std::max<int64_t>(cache_mib, 1) << 20;
+    redis.max_bytes = config.cache_bytes;
     config.redis = redis;
   }
 
@@ -163,7 +164,6 @@ int run_serve(int argc, char** argv) {
   config.hosts = {host};
   config.response_cache = !no_cache;
   config.cache_dir = cache_dir;
-  config.cache_bytes = std::max<int64_t>(cache_mib, 1) << 20;
   config.cache_match = cache_match == "similar"      ? server::CacheMatch::kSimilar
                        : cache_match == "normalized" ? server::CacheMatch::kNormalized
                                                      : server::CacheMatch::kExact;

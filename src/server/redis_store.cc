@@ -67,13 +67,17 @@ return b
 
 constexpr const char* kRemove = "forget(KEYS[1], ARGV[1]) return 1";
 
+// Each script with the helpers it calls, as sent.
+const std::string kGetScript = std::string(kForget) + kGet;
+const std::string kPutScript = std::string(kForget) + kPut;
+const std::string kRemoveScript = std::string(kForget) + kRemove;
+
 }  // namespace
 
 struct RedisStore::Reply {
   int type = 0;
   long long integer = 0;
   std::string str;
-  bool nil() const { return type == REDIS_REPLY_NIL; }
 };
 
 Status parse_redis_url(const std::string& url, RedisConfig* cfg) {
@@ -210,7 +214,7 @@ std::optional<RedisStore::Reply> RedisStore::command(const std::vector<std::stri
 std::optional<std::string> RedisStore::get(const std::string& key) {
   if (!up_) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = command({"EVAL", std::string(kForget) + kGet, "1", config_.prefix, key, std::to_string(config_.ttl_s)});
+  auto r = command({"EVAL", kGetScript, "1", config_.prefix, key, std::to_string(config_.ttl_s)});
   if (!r || r->type != REDIS_REPLY_STRING) return std::nullopt;
   return std::move(r->str);
 }
@@ -218,7 +222,7 @@ std::optional<std::string> RedisStore::get(const std::string& key) {
 bool RedisStore::put(const std::string& key, const std::string& body) {
   if (!up_) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = command({"EVAL", std::string(kForget) + kPut, "1", config_.prefix, key, body, std::to_string(config_.ttl_s),
+  auto r = command({"EVAL", kPutScript, "1", config_.prefix, key, body, std::to_string(config_.ttl_s),
                     std::to_string(config_.max_bytes)});
   return r && r->type == REDIS_REPLY_INTEGER;
 }
@@ -226,7 +230,7 @@ bool RedisStore::put(const std::string& key, const std::string& body) {
 bool RedisStore::remove(const std::string& key) {
   if (!up_) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = command({"EVAL", std::string(kForget) + kRemove, "1", config_.prefix, key});
+  auto r = command({"EVAL", kRemoveScript, "1", config_.prefix, key});
   return r && r->type == REDIS_REPLY_INTEGER;
 }
 
