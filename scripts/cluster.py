@@ -17,6 +17,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Debian puts nginx in /usr/sbin, which a non-root PATH may lack.
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
 def free_port():
@@ -147,12 +149,12 @@ class Cluster:
 
     def check_nginx_conf(self):
         path = self.nginx_conf()
-        r = subprocess.run(["nginx", "-t", "-p", self.dir, "-c", path], capture_output=True, text=True)
+        r = subprocess.run([NGINX, "-t", "-p", self.dir, "-c", path], capture_output=True, text=True)
         return r.returncode, r.stderr
 
     def start_nginx(self):
         path = self.nginx_conf()
-        self.nginx = subprocess.Popen(["nginx", "-p", self.dir, "-c", path], stdout=subprocess.DEVNULL,
+        self.nginx = subprocess.Popen([NGINX, "-p", self.dir, "-c", path], stdout=subprocess.DEVNULL,
                                       stderr=open(os.path.join(self.dir, "nginx-stderr.log"), "w"))
         wait_until(lambda: request(self.front, "GET", "/health", timeout=2).status == 200, 20, "nginx")
 
