@@ -1,6 +1,8 @@
-// A request body as the OpenAI routes see it: JSON parsing, the chat and completion schemas with
-// their validation, the routing key, the chat template and tokenization of what passed. Any
-// input is accepted or refused with an ApiError naming a status in 400-499, never a crash.
+// A request body as the OpenAI and Ollama routes see it: JSON parsing, the schemas of
+// /v1/chat/completions, /v1/completions, /api/chat and /api/generate with their validation (the
+// first byte picks one: 0 completion, 1 chat, 2 Ollama generate, 3 Ollama chat), the routing key,
+// the chat template and tokenization of what passed. Any input is accepted or refused (an OpenAI
+// ApiError naming a status in 400-499, an Ollama message), never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,21 +10,32 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.h"
+#include "server/ollama_protocol.h"
 #include "server/openai_protocol.h"
 #include "server/route_key.h"
 #include "text/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const bool chat = (data[0] & 1) != 0;
+  const int mode = data[0] & 3;
+  const bool chat = (mode & 1) != 0;
   const nlohmann::json body = nlohmann::json::parse(data + 1, data + size, nullptr, false);
   if (body.is_discarded()) return 0;
   ponder::server::GenerationRequest g;
   const ponder::server::ServingDefaults defaults;
-  auto e = chat ? ponder::server::parse_chat_request(body, defaults, &g) : ponder::server::parse_completion_request(body, defaults, &g);
-  if (e) {
-    if (e->status < 400 || e->status > 499) std::abort();
-    return 0;
+  if (mode >= 2) {
+    bool think = true;
+    auto e = ponder::server::parse_ollama_request(body, defaults, chat, &g, &think);
+    if (e) {
+      if (e->empty()) std::abort();  // a refusal says why
+      return 0;
+    }
+  } else {
+    auto e = chat ? ponder::server::parse_chat_request(body, defaults, &g) : ponder::server::parse_completion_request(body, defaults, &g);
+    if (e) {
+      if (e->status < 400 || e->status > 499) std::abort();
+      return 0;
+    }
   }
   (void)ponder::server::route_key(g);
   static const auto tmpl = ponder::text::ChatTemplate::from_name("deepseek-r1");

@@ -66,6 +66,69 @@ def minimal_gguf():
     return head + struct.pack("<8f", *[0.5 * i for i in range(8)])
 
 
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0 = 0, 1, 2, 8
+
+
+def tensor_bytes(ggml_type, values):
+    """values (a flat list, a multiple of 32 long for the block types) in a GGUF tensor type."""
+    if ggml_type == GGML_F32:
+        return struct.pack(f"<{len(values)}f", *values)
+    if ggml_type == GGML_F16:
+        return struct.pack(f"<{len(values)}e", *values)
+    out = b""
+    for i in range(0, len(values), 32):
+        block = values[i:i + 32]
+        amax = max(abs(v) for v in block) or 1.0
+        if ggml_type == GGML_Q8_0:
+            d = amax / 127
+            out += struct.pack("<e", d) + bytes((round(v / d) & 0xFF) for v in block)
+        else:  # Q4_0: 16 bytes of nibble pairs (low nibbles the first 16 values), offset 8
+            d = amax / 8
+            q = [max(0, min(15, round(v / d) + 8)) for v in block]
+            out += struct.pack("<e", d) + bytes(q[j] | (q[j + 16] << 4) for j in range(16))
+    return out
+
+
+def tiny_model(matrix_type, tied=False):
+    """A whole Qwen2 model small enough to mutate: 1 layer, 32-wide, 2 query heads sharing 1 KV
+    head of 16, a 64-wide FFN, 32 tokens; matrices in matrix_type, norms and biases in F32."""
+    n_embd, n_ff, n_vocab, head_dim = 32, 64, 32, 16
+    kvs = [
+        gguf_kv("general.architecture", 8, gguf_string("qwen2")),
+        gguf_kv("general.alignment", 4, struct.pack("<I", 32)),
+        gguf_kv("qwen2.context_length", 4, struct.pack("<I", 64)),
+        gguf_kv("qwen2.embedding_length", 4, struct.pack("<I", n_embd)),
+        gguf_kv("qwen2.block_count", 4, struct.pack("<I", 1)),
+        gguf_kv("qwen2.feed_forward_length", 4, struct.pack("<I", n_ff)),
+        gguf_kv("qwen2.attention.head_count", 4, struct.pack("<I", n_embd // head_dim)),
+        gguf_kv("qwen2.attention.head_count_kv", 4, struct.pack("<I", 1)),
+        gguf_kv("qwen2.rope.freq_base", 6, struct.pack("<f", 10000.0)),
+        gguf_kv("qwen2.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 1e-6)),
+    ]
+    shapes = [("token_embd.weight", [n_embd, n_vocab], matrix_type), ("output_norm.weight", [n_embd], GGML_F32)]
+    if not tied:
+        shapes.append(("output.weight", [n_embd, n_vocab], matrix_type))
+    shapes += [("blk.0.attn_norm.weight", [n_embd], GGML_F32), ("blk.0.attn_q.weight", [n_embd, n_embd], matrix_type),
+               ("blk.0.attn_k.weight", [n_embd, head_dim], matrix_type), ("blk.0.attn_v.weight", [n_embd, head_dim], matrix_type),
+               ("blk.0.attn_q.bias", [n_embd], GGML_F32), ("blk.0.attn_k.bias", [head_dim], GGML_F32),
+               ("blk.0.attn_v.bias", [head_dim], GGML_F32), ("blk.0.attn_output.weight", [n_embd, n_embd], matrix_type),
+               ("blk.0.ffn_norm.weight", [n_embd], GGML_F32), ("blk.0.ffn_gate.weight", [n_embd, n_ff], matrix_type),
+               ("blk.0.ffn_up.weight", [n_embd, n_ff], matrix_type), ("blk.0.ffn_down.weight", [n_ff, n_embd], matrix_type)]
+    infos, data = b"", b""
+    for k, (name, shape, t) in enumerate(shapes):
+        count = 1
+        for d in shape:
+            count *= d
+        values = [1.0 if name.endswith("norm.weight") else ((k * 7 + i * 13) % 17 - 8) / 32 for i in range(count)]
+        infos += gguf_string(name) + struct.pack("<I", len(shape)) + struct.pack(f"<{len(shape)}Q", *shape)
+        infos += struct.pack("<IQ", t, len(data))
+        data += tensor_bytes(t, values)
+        data += b"\0" * ((32 - len(data) % 32) % 32)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(shapes), len(kvs)) + b"".join(kvs) + infos
+    head += b"\0" * ((32 - len(head) % 32) % 32)
+    return head + data
+
+
 def safetensors():
     header = json.dumps({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
                          "b": {"dtype": "F16", "shape": [2], "data_offsets": [16, 20]},
@@ -82,6 +145,9 @@ def write(target, name, data):
 
 def main():
     write("fuzz_gguf", "minimal.gguf", minimal_gguf())
+    for name, t in (("f32", GGML_F32), ("f16", GGML_F16), ("q8_0", GGML_Q8_0), ("q4_0", GGML_Q4_0)):
+        write("fuzz_model", f"tiny-{name}.gguf", tiny_model(t))
+    write("fuzz_model", "tiny-q8_0-tied.gguf", tiny_model(GGML_Q8_0, tied=True))
     write("fuzz_gguf", "header-only.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
     for i, text in enumerate(["\x00Hello world", "\x01<|im_start|>user\nhi<|im_end|>", "\x00 naïve café 日本語 🙂\n\t  x",
                               "\x0012345 67.89 -0.5e10", "\x01<｜User｜>Why?<｜Assistant｜><think>\n", "\x00\xff\xfe invalid"]):
@@ -97,6 +163,12 @@ def main():
     write("fuzz_request", "chat.json", "\x01" + json.dumps(chat))
     write("fuzz_request", "chat-min.json", "\x01" + json.dumps({"messages": [{"role": "user", "content": "x"}]}))
     write("fuzz_request", "completion.json", "\x00" + json.dumps({"prompt": "Once upon", "max_tokens": 8, "logprobs": 2, "echo": False}))
+    write("fuzz_request", "ollama-generate.json", "\x02" + json.dumps(
+        {"model": "tiny", "prompt": "Why?", "system": "Be brief.", "raw": False, "stream": False, "think": True,
+         "options": {"num_predict": 8, "temperature": 0.6, "top_k": 40, "seed": 1, "stop": ["\n"]}}))
+    write("fuzz_request", "ollama-chat.json", "\x03" + json.dumps(
+        {"model": "tiny", "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "hi"},
+                                       {"role": "assistant", "content": "yo"}], "think": False, "options": {"top_p": 0.9}}))
     write("fuzz_request", "completion-ids.json", "\x00" + json.dumps({"prompt": [1, 2, 3], "max_completion_tokens": 4}))
     write("fuzz_safetensors", "small.safetensors", safetensors())
     config = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,

@@ -101,7 +101,8 @@ def field_cases():
             "options": ["x", {"num_predict": "x"}, {"temperature": "x"}, {"top_k": -5}], "stream": ["x"], "think": ["x"],
         }),
         "/api/generate": ({"model": "tiny", "prompt": "hi", "stream": False}, {
-            "prompt": [None, 5, []], "options": ["x", {"num_predict": "x"}], "stream": ["x"],
+            "prompt": [None, 5, []], "options": ["x", {"num_predict": "x"}], "stream": ["x"], "raw": ["x", 1],
+            "system": [5, [], {}],
         }),
         "/tokenize": ({"content": "hi"}, {"content": [None, 5, []], "with_pieces": ["x"], "add_special": ["x"]}),
         "/detokenize": ({"tokens": [1, 2]}, {"tokens": [None, "x", [-1], [10 ** 12], ["x"], [1.5]]}),

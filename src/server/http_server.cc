@@ -210,11 +210,13 @@ Responder::Responder(std::shared_ptr<Session> session, uint64_t serial, bool kee
     : session_(std::move(session)), serial_(serial), keep_alive_(keep_alive) {}
 
 void Responder::send(int status, const std::string& content_type, std::string body, HttpHeaders headers) {
+  started_ = true;
   headers.insert(headers.end(), extra_.begin(), extra_.end());
   session_->enqueue(serial_, serialize_response(status, content_type, std::move(body), headers, keep_alive_), true);
 }
 
 void Responder::start_stream(int status, const std::string& content_type, HttpHeaders headers) {
+  started_ = true;
   headers.insert(headers.end(), extra_.begin(), extra_.end());
   http::response<http::empty_body> res{static_cast<http::status>(status), 11};
   set_headers(res, content_type, headers, keep_alive_);
@@ -287,7 +289,18 @@ Status HttpServer::listen(const std::string& host, uint16_t port) {
 }
 
 void HttpServer::start() {
-  thread_ = std::thread([this] { impl_->ioc.run(); });
+  // An exception escaping a handler (a bug: handlers answer errors, they do not throw) is logged
+  // and the loop goes on, so one request cannot stop the server.
+  thread_ = std::thread([this] {
+    for (;;) {
+      try {
+        impl_->ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        log_warn("http: internal error on the I/O thread (the server goes on): {}", e.what());
+      }
+    }
+  });
 }
 
 void HttpServer::post(std::function<void()> f) { net::post(impl_->ioc, std::move(f)); }

@@ -53,6 +53,8 @@ class Responder {
   // Called once, on the I/O thread, if the client goes away before the answer ended.
   void on_disconnect(std::function<void()> f);
   bool keep_alive() const { return keep_alive_; }
+  // Whether send() or start_stream() was called.
+  bool started() const { return started_.load(); }
   // Added to whatever this answer sends (CORS headers); call before answering.
   void add_header(std::string name, std::string value) { extra_.emplace_back(std::move(name), std::move(value)); }
 
@@ -60,6 +62,7 @@ class Responder {
   std::shared_ptr<Session> session_;
   uint64_t serial_;
   bool keep_alive_;
+  std::atomic<bool> started_{false};
   HttpHeaders extra_;
 };
 

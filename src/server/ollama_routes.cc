@@ -5,8 +5,8 @@
 #include <fmt/chrono.h>
 #include <fmt/core.h>
 
-#include "server/field_reader.h"
 #include "server/generation_service.h"
+#include "server/ollama_protocol.h"
 #include "server/openai_protocol.h"
 #include "server/reply.h"
 
@@ -102,60 +102,13 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
   std::string thinking_, content_;
 };
 
-// The fields /api/chat and /api/generate share: stream (default true), think, options.
-std::optional<std::string> read_ollama(const json& body, const ServingDefaults& d, GenerationRequest* g, bool* think) {
-  FieldReader f(body);
-  g->options.sampling = d.sampling;
-  g->options.max_tokens = d.max_tokens;
-  g->stream = f.boolean("stream").value_or(true);
-  *think = f.boolean("think").value_or(true);
-  if (f.has("options")) {
-    const json& o = body["options"];
-    if (!o.is_object()) return "'options' must be an object";
-    FieldReader of(o);
-    g->seed_given = read_sampling(of, &g->options);
-    if (auto n = of.integer("num_predict", -2, 1 << 24); n && *n > 0) {
-      g->options.max_tokens = d.max_tokens > 0 ? std::min<int32_t>(static_cast<int32_t>(*n), d.max_tokens) : static_cast<int32_t>(*n);
-    }
-    if (!of.ok()) return of.error().message;
-  }
-  if (!f.ok()) return f.error().message;
-  return std::nullopt;
-}
-
 void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {
   json body = json::parse(req.body(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) return ollama_error(*r, 400, "the request body is not a JSON object");
   GenerationRequest g;
   bool think = true;
-  if (auto e = read_ollama(body, ctx.defaults, &g, &think)) return ollama_error(*r, 400, *e);
+  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think)) return ollama_error(*r, 400, *e);
   g.conversation_id = header_value(req, "x-conversation-id");
-  if (chat_shape) {
-    g.chat = true;
-    auto it = body.find("messages");
-    if (it == body.end() || !it->is_array() || it->empty()) return ollama_error(*r, 400, "'messages' must be a non-empty array");
-    for (const auto& m : *it) {
-      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || (m.contains("content") && !m["content"].is_string())) {
-        return ollama_error(*r, 400, "each message needs a string 'role' and a string 'content'");
-      }
-      const std::string role = m["role"];
-      if (role != "system" && role != "user" && role != "assistant") return ollama_error(*r, 400, "unsupported role '" + role + "'");
-      g.messages.push_back({role, m.value("content", "")});
-    }
-  } else {
-    auto p = body.find("prompt");
-    if (p == body.end() || !p->is_string()) return ollama_error(*r, 400, "'prompt' must be a string");
-    const bool raw = body.value("raw", false);
-    if (raw) {
-      g.chat = false;
-      g.prompt = *p;
-    } else {
-      g.chat = true;
-      if (body.contains("system") && body["system"].is_string()) g.messages.push_back({"system", body["system"]});
-      g.messages.push_back({"user", *p});
-    }
-  }
-  if (g.chat && g.messages.empty()) return ollama_error(*r, 400, "the prompt is empty");
   g.split_reasoning = true;
   std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, think)->start();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/log.h"
 #include "server/reply.h"
 
 namespace ponder::server {
@@ -93,7 +94,16 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     return reply_error(*r, e);
   }
   if (!m->second.is_public && !authorized(req)) return reply_error(*r, ApiError::unauthorized());
-  m->second.handler(std::move(req), std::move(r));
+  // A handler answers its errors; an exception from one is a bug, answered as a 500 (or the stream
+  // ended) and logged, and the server goes on.
+  std::shared_ptr<Responder> keep = r;
+  try {
+    m->second.handler(std::move(req), std::move(r));
+  } catch (const std::exception& e) {
+    log_warn("http: internal error on {}: {}", path, e.what());
+    if (keep->started()) return keep->end();
+    reply_error(*keep, ApiError{500, std::string("internal error: ") + e.what(), "server_error", "", "internal_error"});
+  }
 }
 
 }  // namespace ponder::server

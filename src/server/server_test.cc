@@ -15,9 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "runtime/tiny_model_for_test.h"
+#include "server/http_server.h"
+#include "server/router.h"
 
 namespace ponder::server {
 namespace {
@@ -643,6 +646,29 @@ TEST(ServerTest, AReplicaNamesItselfAndReturnsTheRouteKey) {
   const Reply ollama = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", turn1["messages"]}, {"stream", false},
                                                   {"options", {{"num_predict", 2}}}}, {{"X-Conversation-Id", "conv-8"}});
   EXPECT_EQ(ollama.headers.at("X-Ponder-Route-Key"), "conv-8");
+}
+
+// A handler that throws (a bug) gets its client a 500 in OpenAI's error shape, or its started
+// stream ended, and the server goes on serving.
+TEST(ServerTest, AThrowingHandlerIsA500AndTheServerGoesOn) {
+  Router router(AccessConfig{});
+  router.add(http::verb::get, "/throw", [](HttpRequest&&, std::shared_ptr<Responder>) { throw std::runtime_error("boom"); });
+  router.add(http::verb::get, "/throw-mid-stream", [](HttpRequest&&, std::shared_ptr<Responder> r) {
+    r->start_stream(200, "text/plain");
+    r->write("partial");
+    (void)nlohmann::json("x").get<bool>();  // throws type_error
+  });
+  router.add(http::verb::get, "/ok", [](HttpRequest&&, std::shared_ptr<Responder> r) { r->send(200, "text/plain", "ok"); });
+  HttpServer server(HttpLimits{}, [&router](HttpRequest&& q, std::shared_ptr<Responder> r) { router.handle(std::move(q), std::move(r)); });
+  ASSERT_TRUE(server.listen("127.0.0.1", 0).is_ok());
+  server.start();
+  Reply a = call(server.port(), http::verb::get, "/throw");
+  EXPECT_EQ(a.status, 500);
+  EXPECT_EQ(a.j()["error"]["message"], "internal error: boom");
+  Reply b = call(server.port(), http::verb::get, "/throw-mid-stream");
+  EXPECT_EQ(b.status, 200);
+  EXPECT_EQ(b.body, "partial");
+  EXPECT_EQ(call(server.port(), http::verb::get, "/ok").body, "ok");
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+#include "server/ollama_protocol.h"
+
+#include <algorithm>
+
+#include "server/field_reader.h"
+#include "server/openai_protocol.h"
+
+namespace ponder::server {
+
+using nlohmann::json;
+
+namespace {
+
+// The fields /api/chat and /api/generate share: stream (default true), think, options.
+std::optional<std::string> read_common(const json& body, const ServingDefaults& d, GenerationRequest* g, bool* think) {
+  FieldReader f(body);
+  g->options.sampling = d.sampling;
+  g->options.max_tokens = d.max_tokens;
+  g->stream = f.boolean("stream").value_or(true);
+  *think = f.boolean("think").value_or(true);
+  if (f.has("options")) {
+    const json& o = body["options"];
+    if (!o.is_object()) return "'options' must be an object";
+    FieldReader of(o);
+    g->seed_given = read_sampling(of, &g->options);
+    if (auto n = of.integer("num_predict", -2, 1 << 24); n && *n > 0) {
+      g->options.max_tokens = d.max_tokens > 0 ? std::min<int32_t>(static_cast<int32_t>(*n), d.max_tokens) : static_cast<int32_t>(*n);
+    }
+    if (!of.ok()) return of.error().message;
+  }
+  if (!f.ok()) return f.error().message;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> parse_ollama_request(const json& body, const ServingDefaults& defaults, bool chat_shape,
+                                                GenerationRequest* g, bool* think) {
+  if (!body.is_object()) return "the request body is not a JSON object";
+  if (auto e = read_common(body, defaults, g, think)) return e;
+  if (chat_shape) {
+    g->chat = true;
+    auto it = body.find("messages");
+    if (it == body.end() || !it->is_array() || it->empty()) return "'messages' must be a non-empty array";
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || (m.contains("content") && !m["content"].is_string())) {
+        return "each message needs a string 'role' and a string 'content'";
+      }
+      const std::string role = m["role"];
+      if (role != "system" && role != "user" && role != "assistant") return "unsupported role '" + role + "'";
+      g->messages.push_back({role, m.value("content", "")});
+    }
+  } else {
+    auto p = body.find("prompt");
+    if (p == body.end() || !p->is_string()) return "'prompt' must be a string";
+    auto raw = body.find("raw");
+    if (raw != body.end() && !raw->is_boolean()) return "'raw' must be a boolean";
+    if (raw != body.end() && raw->get<bool>()) {
+      g->chat = false;
+      g->prompt = *p;
+    } else {
+      g->chat = true;
+      auto system = body.find("system");
+      if (system != body.end() && !system->is_string()) return "'system' must be a string";
+      if (system != body.end()) g->messages.push_back({"system", *system});
+      g->messages.push_back({"user", *p});
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ponder::server
