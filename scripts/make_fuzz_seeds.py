@@ -129,6 +129,40 @@ def tiny_model(matrix_type, tied=False):
     return head + data
 
 
+def http_request(method, path, body=None, headers=()):
+    """One HTTP/1.1 request as a client writes it."""
+    data = json.dumps(body).encode() if body is not None else b""
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"] + list(headers)
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+
+
+def http_seeds():
+    """A request to every route of the three API families, and a few transport shapes."""
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    yield "chat", http_request("POST", "/v1/chat/completions", chat)
+    yield "chat-stream", http_request("POST", "/v1/chat/completions", dict(chat, stream=True, stream_options={"include_usage": True},
+                                                                        logprobs=True, top_logprobs=2))
+    yield "completions", http_request("POST", "/v1/completions", {"prompt": "Once", "max_tokens": 2, "logprobs": 1, "echo": True})
+    yield "completion", http_request("POST", "/completion", {"prompt": "Once", "n_predict": 2, "n_probs": 2, "stream": True})
+    yield "tokenize", http_request("POST", "/tokenize", {"content": "hi there", "with_pieces": True})
+    yield "detokenize", http_request("POST", "/detokenize", {"tokens": [1, 2, 3]})
+    yield "apply-template", http_request("POST", "/apply-template", chat)
+    yield "answer-now", http_request("POST", "/v1/answer_now", {"id": "chatcmpl-x"})
+    yield "ollama-chat", http_request("POST", "/api/chat", {"model": "tiny", "messages": chat["messages"], "options": {"num_predict": 2}})
+    yield "ollama-generate", http_request("POST", "/api/generate", {"model": "tiny", "prompt": "hi", "stream": False, "raw": True})
+    yield "ollama-show", http_request("POST", "/api/show", {"model": "tiny"})
+    for path in ("/v1/models", "/health", "/health/live", "/health/ready", "/props", "/slots", "/metrics", "/api/tags",
+                 "/api/ps", "/api/version", "/", "/index.html"):
+        yield "get" + path.replace("/", "-"), http_request("GET", path)
+    yield "pipelined", http_request("GET", "/health") + http_request("POST", "/tokenize", {"content": "x"}) + http_request("GET", "/v1/models")
+    yield "options-cors", http_request("OPTIONS", "/v1/chat/completions", headers=["Origin: http://x", "Access-Control-Request-Method: POST"])
+    body = json.dumps(chat).encode()
+    yield "chunked", (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+
+
 def safetensors():
     header = json.dumps({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
                          "b": {"dtype": "F16", "shape": [2], "data_offsets": [16, 20]},
@@ -148,6 +182,8 @@ def main():
     for name, t in (("f32", GGML_F32), ("f16", GGML_F16), ("q8_0", GGML_Q8_0), ("q4_0", GGML_Q4_0)):
         write("fuzz_model", f"tiny-{name}.gguf", tiny_model(t))
     write("fuzz_model", "tiny-q8_0-tied.gguf", tiny_model(GGML_Q8_0, tied=True))
+    for name, data in http_seeds():
+        write("fuzz_http", name + ".http", data)
     write("fuzz_gguf", "header-only.gguf", b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
     for i, text in enumerate(["\x00Hello world", "\x01<|im_start|>user\nhi<|im_end|>", "\x00 naïve café 日本語 🙂\n\t  x",
                               "\x0012345 67.89 -0.5e10", "\x01<｜User｜>Why?<｜Assistant｜><think>\n", "\x00\xff\xfe invalid"]):

@@ -64,8 +64,8 @@ if [ "${1:-}" != "--fast" ]; then
   # The per-type batch-invariance cases differ only in numbers: one type stands for the rest here.
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5'
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/server/server_test
-  stage "Fuzzing (libFuzzer, ASan + UBSan): 12 s per target (scripts/fuzz.sh SECONDS for long runs)"
-  scripts/fuzz.sh 12
+  stage "Fuzzing (libFuzzer, ASan + UBSan): 10 s per target (scripts/fuzz.sh SECONDS for long runs)"
+  scripts/fuzz.sh 10
   if [ "$(uname -m)" = "x86_64" ]; then
     stage "ARM64 kernels (cross-compiled, run under qemu)"
     scripts/cross_arm64.sh
