@@ -6,13 +6,16 @@
 // -timeout), a crash or a sanitizer report is a finding. Every generation is capped at 4 tokens.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -70,19 +73,34 @@ LiveServer& live() {
   return *s;
 }
 
-// The whole answer to `bytes` on a fresh connection (the server closes after the last request:
-// the client's write side is closed).
-std::string exchange(uint16_t port, const uint8_t* data, size_t size) {
+// Connected to the server; EINTR (libFuzzer's timer signal) finishes the connection by poll.
+int connect_to(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) fail("socket failed");
+  if (fd < 0) fail(std::string("socket failed: ") + std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("the server refused a connection");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+  if (errno != EINTR) fail(std::string("the server refused a connection: ") + std::strerror(errno));
+  pollfd p{fd, POLLOUT, 0};
+  while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) fail(std::string("the server refused a connection: ") + std::strerror(err));
+  return fd;
+}
+
+// The whole answer to `bytes` on a fresh connection (the server closes after the last request:
+// the client's write side is closed).
+std::string exchange(uint16_t port, const uint8_t* data, size_t size) {
+  const int fd = connect_to(port);
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed early (a refused request): what it sent is read below
     sent += static_cast<size_t>(n);
   }
@@ -91,6 +109,7 @@ std::string exchange(uint16_t port, const uint8_t* data, size_t size) {
   char buf[16384];
   for (;;) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
   }

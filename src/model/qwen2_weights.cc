@@ -76,6 +76,13 @@ Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Confi
     w.output = w.token_embd;
     w.tied_output = true;
   }
+  // Each layer is 12 tensors: a block count beyond what the file holds is refused before the
+  // layer table is sized by it (a 4-byte field must not make the loader allocate gigabytes).
+  constexpr int64_t kTensorsPerLayer = 12;
+  if (c.n_layer > static_cast<int64_t>(file.tensors().size()) / kTensorsPerLayer) {
+    return Status::errorf("qwen2.block_count is {} but the file holds only {} tensors ({} per layer)", c.n_layer,
+                          file.tensors().size(), kTensorsPerLayer);
+  }
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int64_t i = 0; i < c.n_layer; ++i) {
     Qwen2Layer& l = w.layers[static_cast<size_t>(i)];
