@@ -13,10 +13,15 @@
 
 namespace ponder::fuzz {
 
+// ../shared/models/tiny-Q8_0.gguf ($PONDER_SHARED_DIR overrides the build's shared directory).
+inline std::string tiny_model_path() {
+  const char* dir = std::getenv("PONDER_SHARED_DIR");
+  return std::string(dir != nullptr ? dir : PONDER_SHARED_DIR) + "/models/tiny-Q8_0.gguf";
+}
+
 inline const text::Tokenizer& tokenizer() {
   static std::unique_ptr<text::Tokenizer> t = [] {
-    const char* dir = std::getenv("PONDER_SHARED_DIR");
-    const std::string path = std::string(dir != nullptr ? dir : PONDER_SHARED_DIR) + "/models/tiny-Q8_0.gguf";
+    const std::string path = tiny_model_path();
     auto file = GgufFile::open(path);
     if (!file.has_value()) {
       std::fprintf(stderr, "fuzz: cannot open %s: %s\n", path.c_str(), file.status().message().c_str());

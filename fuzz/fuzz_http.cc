@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "fuzz/fuzz_common.h"
 #include "gguf/gguf_file.h"
 #include "model/qwen2_model.h"
 #include "server/server.h"
@@ -43,8 +44,7 @@ struct LiveServer {
 LiveServer& live() {
   static LiveServer* s = [] {
     auto* l = new LiveServer;  // lives until exit: the server's threads run for the whole session
-    const char* dir = std::getenv("PONDER_SHARED_DIR");
-    const std::string path = std::string(dir != nullptr ? dir : PONDER_SHARED_DIR) + "/models/tiny-Q8_0.gguf";
+    const std::string path = ponder::fuzz::tiny_model_path();
     auto file = ponder::GgufFile::open(path);
     if (!file.has_value()) fail("cannot open " + path + ": " + file.status().message());
     l->file = std::make_unique<ponder::GgufFile>(std::move(*file));

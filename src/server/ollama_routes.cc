@@ -104,8 +104,8 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
 
 void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {
   json body = json::parse(req.body(), nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return ollama_error(*r, 400, "the request body is not a JSON object");
-  GenerationRequest g;
+  if (body.is_discarded()) return ollama_error(*r, 400, "the request body is not a JSON object");
+  GenerationRequest g;  // a body that is not an object is refused by the parser
   bool think = true;
   if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think)) return ollama_error(*r, 400, *e);
   g.conversation_id = header_value(req, "x-conversation-id");
