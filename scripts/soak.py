@@ -113,7 +113,7 @@ def main():
     cache = tempfile.mkdtemp(prefix="ponder-soak-")
     srv = subprocess.Popen([os.path.join(ROOT, a.build, "ponder"), "serve", "-m", os.path.join(ROOT, "..", "shared", "models", "tiny-Q8_0.gguf"),
                             "--port", str(port), "-c", "4096", "--cache-dir", cache, "--queue", "256",
-                            "--cache-size", "4"],  # a bound the soak reaches: memory holds 1 MiB
+                            "--cache-size", "1"],  # bounds the soak fills within its first third (memory holds 256 KiB)
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stats, lock = {}, threading.Lock()
     try:
