@@ -5,7 +5,7 @@ repeated questions (cache hits) and fresh ones (misses), clients that vanish mid
 requests ended by "Answer now". Pass: zero unexpected errors; RSS at the end at most 5% above
 RSS at the first third's end (minute 10 of 30 by default); at the end no request running and
 every KV block free (ponder_kv_blocks_used 0, so every reference count is zero).
-Usage: scripts/soak.py [BUILD_DIR] [--seconds 1800] [--clients 8]   (the test command: --seconds 60)"""
+Usage: scripts/soak.py [BUILD_DIR] [--seconds 1800] [--clients 8]   (the test command: --seconds 90)"""
 
 import argparse
 import http.client
