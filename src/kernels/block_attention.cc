@@ -21,6 +21,8 @@ void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, in
 void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st);
+void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st);
 #endif
 
 float exp_nonpositive(float x) {
@@ -90,13 +92,13 @@ void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
 }  // namespace
 
 const BlockAttentionKernels& block_attention_kernels_scalar() {
-  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block, fold};
+  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block, fold, nullptr};
   return k;
 }
 
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2};
+  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2, nullptr};
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;
@@ -104,7 +106,8 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512};
+  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
+                                       attend_block_f16_group_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

@@ -47,6 +47,12 @@ struct BlockAttentionKernels {
   // o[i] = fma(acc[i], b, o[i] * a) for i < hdp (hdp a multiple of 16): folds one chunk's
   // accumulator into the running one (model/attention.cc).
   void (*fold)(float* o, const float* acc, float a, float b, int64_t hdp);
+  // Decode's fused form, nullptr where not built (then convert_block + attend_block): n_q query
+  // vectors q [n_q][hdp] that all see a block of f16 rows' first `valid` (1..16) positions, read
+  // straight from the rows (no f32 copy); st[i] ends with the bits that convert_block of K and V,
+  // then attend_block for query i, give. Needs hd == hdp, a multiple of 64, at most 256.
+  void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                 const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) = nullptr;
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -103,6 +104,63 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
         const std::vector<float> got = c.run(*kern, scale);
         ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
             << "head_dim " << hd << ", " << n << " positions";
+      }
+    }
+  }
+}
+
+// The fused decode form (attend_block_f16_group, where built) against the scalar reference's
+// convert_block + attend_block for each query in turn: the same bits for 1 to 13 queries sharing
+// the rows, full and partial blocks, and a last block whose rows past `valid` hold data.
+TEST(BlockAttentionTest, FusedGroupGivesTheReferenceBits) {
+  std::vector<const BlockAttentionKernels*> fused;
+  for (const BlockAttentionKernels* kern : all_kernels()) {
+    if (kern->attend_block_f16_group != nullptr) fused.push_back(kern);
+  }
+  if (fused.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  uint32_t seed = 100;
+  for (int64_t hd : {128, 64, 256}) {
+    for (int n : {1, 7, 16, 33, 300}) {
+      for (int n_q : {1, 2, 5, 6, 7, 13}) {
+        for (int cut : {0, 3}) {  // the last block's query sees `cut` fewer positions than it has
+          const Case c(hd, n, seed++);
+          std::mt19937 rng(seed);
+          std::normal_distribution<float> g(0.0f, 1.0f);
+          std::vector<float> q(static_cast<size_t>(n_q * hd));
+          for (float& e : q) e = g(rng);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), kf(16 * hd), vf(16 * hd);
+          std::vector<SoftmaxState> sw(static_cast<size_t>(n_q));
+          for (int i = 0; i < n_q; ++i) sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+          for (const BlockAttentionKernels* kern : fused) {
+            std::vector<float> got(static_cast<size_t>(n_q * hd), 0.0f);
+            std::vector<SoftmaxState> sg(static_cast<size_t>(n_q));
+            for (int i = 0; i < n_q; ++i) sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
+            std::fill(want.begin(), want.end(), 0.0f);
+            for (int i = 0; i < n_q; ++i) sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+            for (int b0 = 0; b0 < n; b0 += 16) {
+              const int nb = std::min(16, n - b0);
+              const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+              const uint16_t* kr[16];
+              const uint16_t* vr[16];
+              for (int p = 0; p < nb; ++p) {
+                kr[p] = c.k[static_cast<size_t>(b0 + p)].data();
+                vr[p] = c.v[static_cast<size_t>(b0 + p)].data();
+              }
+              ref.convert_block(kr, nb, hd, hd, kf.data());
+              ref.convert_block(vr, nb, hd, hd, vf.data());
+              for (int i = 0; i < n_q; ++i) ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale, sw[static_cast<size_t>(i)]);
+              kern->attend_block_f16_group(kr, vr, valid, q.data(), n_q, hd, scale, sg.data());
+            }
+            for (int i = 0; i < n_q; ++i) {
+              ASSERT_EQ(std::memcmp(&sg[static_cast<size_t>(i)].m, &sw[static_cast<size_t>(i)].m, sizeof(float)), 0);
+              ASSERT_EQ(std::memcmp(&sg[static_cast<size_t>(i)].l, &sw[static_cast<size_t>(i)].l, sizeof(float)), 0);
+            }
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << "head_dim " << hd << ", " << n << " positions, " << n_q << " queries, cut " << cut;
+          }
+        }
       }
     }
   }

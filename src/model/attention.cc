@@ -67,6 +67,9 @@ namespace {
 
 int64_t padded16(int64_t n) { return (n + 15) / 16 * 16; }
 
+// Query heads per KV head up to which decode takes the fused kernel (Qwen2's sizes: 5 to 7).
+constexpr int64_t kMaxFusedQueries = 16;
+
 // The state of nq query vectors over one chunk: m [nq], l [nq], acc [nq][hdp].
 struct ChunkStates {
   float* m;
@@ -139,12 +142,28 @@ struct BlockOrder {
     const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
     const uint8_t* krows[kAttnBlock];
     const uint8_t* vrows[kAttnBlock];
+    // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
+    const bool fused = nq == group && kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
+                       in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256;
+    SoftmaxState fused_states[kMaxFusedQueries];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
       for (int p = 0; p < nb; ++p) {
         const int64_t pos = b0 + p;
         krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
         vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
+      }
+      if (fused && nq <= kMaxFusedQueries) {
+        const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb].pos + 1 - b0);
+        if (valid <= 0) continue;
+        for (int64_t qv = 0; qv < nq; ++qv) fused_states[qv] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
+        kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows), reinterpret_cast<const uint16_t* const*>(vrows),
+                                    static_cast<int>(valid), qf, static_cast<int>(nq), hdp, scale, fused_states);
+        for (int64_t qv = 0; qv < nq; ++qv) {
+          st.m[qv] = fused_states[qv].m;
+          st.l[qv] = fused_states[qv].l;
+        }
+        continue;
       }
       convert(in.cache.k_type(), krows, nb, kf);
       convert(in.cache.v_type(), vrows, nb, vf);

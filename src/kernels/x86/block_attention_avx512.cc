@@ -141,21 +141,103 @@ void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp) {
   }
 }
 
-void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
-                         float scale, SoftmaxState& st) {
+namespace {
+
+// The softmax step of the header for scores s (unscaled) of `valid` positions: updates st.m and
+// st.l, writes e (zeros past valid) to ev and returns the correction c of the accumulator.
+inline float softmax_step(__m512 scores, int valid, float scale, SoftmaxState& st, float* ev) {
   const __mmask16 live = static_cast<__mmask16>((1u << valid) - 1);
-  const __m512 s = _mm512_mul_ps(scores16(k, q, hdp), _mm512_set1_ps(scale));
+  const __m512 s = _mm512_mul_ps(scores, _mm512_set1_ps(scale));
   const float m_new = std::max(st.m, _mm512_mask_reduce_max_ps(live, s));
   const float corr =
       st.m == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp16_nonpositive(_mm512_set1_ps(st.m - m_new)));
   const __m512 e = _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
   st.l = st.l * corr + tree16(e);
   st.m = m_new;
-  alignas(64) float ev[kAttnBlock];
   _mm512_store_ps(ev, e);
+  return corr;
+}
+
+// The fused form for H (1..6) query vectors: scores16's chains and tree for every query, with each
+// f16 K vector converted once and used by all H; positions p >= valid read as zero rows (their
+// lanes are masked, as convert_block's zero or stale rows are). Group g holds positions g, g + 4,
+// g + 8, g + 12, the four acc[] that scores16 folds into one vector (abcd, efgh, ijkl, mnop).
+template <int H>
+void attend_heads_f16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const float* q,
+                      int64_t hdp, float scale, SoftmaxState* st) {
+  alignas(64) static const uint16_t kZeros[256] = {};
+  const uint16_t* kr[16];
+  for (int p = 0; p < 16; ++p) kr[p] = p < valid ? krows[p] : kZeros;
+  __m512 grp[4][H];
+  for (int g = 0; g < 4; ++g) {
+    __m512 a[4][H];
+    for (int j = 0; j < 4; ++j)
+      for (int h = 0; h < H; ++h) a[j][h] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hdp; d += 16) {
+      __m512 kv[4];
+      for (int j = 0; j < 4; ++j)
+        kv[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kr[g + 4 * j] + d)));
+      for (int h = 0; h < H; ++h) {
+        const __m512 qv = _mm512_loadu_ps(q + h * hdp + d);
+        for (int j = 0; j < 4; ++j) a[j][h] = _mm512_fmadd_ps(kv[j], qv, a[j][h]);
+      }
+    }
+    for (int h = 0; h < H; ++h) grp[g][h] = fold4(fold8(a[0][h], a[1][h]), fold8(a[2][h], a[3][h]));
+  }
+  alignas(64) float ev[H][kAttnBlock];
+  float corr[H];
+  for (int h = 0; h < H; ++h) {
+    const __m512 s = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
+    corr[h] = softmax_step(s, valid, scale, st[h], ev[h]);
+  }
+  // add_values for every query, 64 columns at a time, each V vector converted once.
+  for (int64_t c0 = 0; c0 < hdp; c0 += 64) {
+    __m512 a[H][4];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < 4; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
+      if (corr[h] != 1.0f) {
+        const __m512 cv = _mm512_set1_ps(corr[h]);
+        for (int c = 0; c < 4; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
+      }
+    }
+    for (int p = 0; p < valid; ++p) {
+      __m512 vv[4];
+      for (int c = 0; c < 4; ++c)
+        vv[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vrows[p] + c0 + 16 * c)));
+      for (int h = 0; h < H; ++h) {
+        const __m512 w = _mm512_set1_ps(ev[h][p]);
+        for (int c = 0; c < 4; ++c) a[h][c] = _mm512_fmadd_ps(w, vv[c], a[h][c]);
+      }
+    }
+    for (int h = 0; h < H; ++h)
+      for (int c = 0; c < 4; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+  }
+}
+
+}  // namespace
+
+void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                         float scale, SoftmaxState& st) {
+  alignas(64) float ev[kAttnBlock];
+  const float corr = softmax_step(scores16(k, q, hdp), valid, scale, st, ev);
   int64_t c0 = 0;
   for (; c0 + 128 <= hdp; c0 += 128) add_values<8>(v, ev, valid, hdp, corr, st.acc, c0);
   for (; c0 < hdp; c0 += 16) add_values<1>(v, ev, valid, hdp, corr, st.acc, c0);
+}
+
+void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) {
+  for (int h0 = 0; h0 < n_q; h0 += 6) {
+    const float* qh = q + h0 * hdp;
+    switch (std::min(6, n_q - h0)) {
+      case 1: attend_heads_f16<1>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+      case 2: attend_heads_f16<2>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+      case 3: attend_heads_f16<3>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+      case 4: attend_heads_f16<4>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+      case 5: attend_heads_f16<5>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+      default: attend_heads_f16<6>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
+    }
+  }
 }
 
 }  // namespace ponder
