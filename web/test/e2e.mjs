@@ -212,17 +212,30 @@ test('the next turn sends earlier answers without their thinking', async () => {
   await until('the end of the request', async () => !(await page.isVisible('#stop')));
 });
 
+let firstChatUserMessages = 3;  // the first conversation's questions (one more if Stop tries again)
 test('Stop (and Esc) stops the server\'s work', async () => {
-  const before = await metrics(server.url);
-  await sendMessage(page, 'Count to a million.');
-  await until('streaming', async () => Number((await lastAssistant(page).locator('.think-meta').textContent()).split(' ')[0]) > 3);
-  await until('the server to run it', async () => (await metrics(server.url))['llamacpp:requests_processing'] === 1);
-  await page.keyboard.press('Escape');
-  await until('the server to stop', async () => {
-    const m = await metrics(server.url);
-    return m['llamacpp:requests_processing'] === 0 && m.ponder_requests_cancelled_total > before.ponder_requests_cancelled_total;
-  });
-  assert.match(await lastAssistant(page).locator('.stats').textContent(), /stopped/);
+  // The tiny model fills its 4096 positions in ~4 s: an answer that reached the token limit before
+  // the Escape landed proves nothing either way, so that (and only that) is tried once more.
+  for (let attempt = 1; ; ++attempt) {
+    await until('an idle server', async () => (await metrics(server.url))['llamacpp:requests_processing'] === 0);
+    const before = await metrics(server.url);
+    await sendMessage(page, 'Count to a million.');
+    await until('streaming', async () => Number((await lastAssistant(page).locator('.think-meta').textContent()).split(' ')[0]) > 3);
+    await until('the server to run it', async () => (await metrics(server.url))['llamacpp:requests_processing'] === 1);
+    await page.keyboard.press('Escape');
+    await until('the end of the request', async () => !(await page.isVisible('#stop')));
+    const stats = await lastAssistant(page).locator('.stats').textContent();
+    if (attempt === 1 && /token limit/.test(stats)) {
+      firstChatUserMessages += 1;
+      continue;
+    }
+    await until('the server to stop', async () => {
+      const m = await metrics(server.url);
+      return m['llamacpp:requests_processing'] === 0 && m.ponder_requests_cancelled_total > before.ponder_requests_cancelled_total;
+    });
+    assert.match(stats, /stopped/);
+    return;
+  }
 });
 
 test('history survives a reload; search, rename and delete work', async () => {
@@ -235,7 +248,7 @@ test('history survives a reload; search, rename and delete work', async () => {
   await until('two conversations', async () => (await page.locator('#conversations .conv').count()) === 2);
   assert.deepEqual(await page.locator('.conv-open').allTextContents(), ['A second conversation', 'Why is the sky blue?']);
   await page.locator('.conv-open', { hasText: 'Why is the sky blue?' }).click();
-  assert.equal(await page.locator('.msg.user').count(), 3);
+  assert.equal(await page.locator('.msg.user').count(), firstChatUserMessages);
   assert.ok((await page.locator('.msg.assistant .think-body').first().textContent()).length > 0);
   await page.fill('#search', 'sunset');
   await until('the search', async () => (await page.locator('#conversations .conv').count()) === 1);
