@@ -130,15 +130,14 @@ TEST(BlockAttentionTest, FusedGroupGivesTheReferenceBits) {
           std::vector<float> q(static_cast<size_t>(n_q * hd));
           for (float& e : q) e = g(rng);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-          std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), kf(16 * hd), vf(16 * hd);
-          std::vector<SoftmaxState> sw(static_cast<size_t>(n_q));
-          for (int i = 0; i < n_q; ++i) sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+          std::vector<float> kf(16 * hd), vf(16 * hd);
           for (const BlockAttentionKernels* kern : fused) {
-            std::vector<float> got(static_cast<size_t>(n_q * hd), 0.0f);
-            std::vector<SoftmaxState> sg(static_cast<size_t>(n_q));
-            for (int i = 0; i < n_q; ++i) sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
-            std::fill(want.begin(), want.end(), 0.0f);
-            for (int i = 0; i < n_q; ++i) sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+            std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want);
+            std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw);
+            for (int i = 0; i < n_q; ++i) {
+              sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+              sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
+            }
             for (int b0 = 0; b0 < n; b0 += 16) {
               const int nb = std::min(16, n - b0);
               const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;

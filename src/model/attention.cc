@@ -67,7 +67,8 @@ namespace {
 
 int64_t padded16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Query heads per KV head up to which decode takes the fused kernel (Qwen2's sizes: 5 to 7).
+// Query heads per KV head up to which decode takes the fused kernel (the size of its state array;
+// Qwen2's sizes: 5 to 7).
 constexpr int64_t kMaxFusedQueries = 16;
 
 // The state of nq query vectors over one chunk: m [nq], l [nq], acc [nq][hdp].
@@ -143,8 +144,9 @@ struct BlockOrder {
     const uint8_t* krows[kAttnBlock];
     const uint8_t* vrows[kAttnBlock];
     // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
-    const bool fused = nq == group && kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
-                       in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256;
+    const bool fused = nq == group && nq <= kMaxFusedQueries && kern.attend_block_f16_group != nullptr &&
+                       in.cache.k_type() == KvType::kF16 && in.cache.v_type() == KvType::kF16 && hd == hdp &&
+                       hd % 64 == 0 && hd <= 256;
     SoftmaxState fused_states[kMaxFusedQueries];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
@@ -153,7 +155,7 @@ struct BlockOrder {
         krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
         vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
       }
-      if (fused && nq <= kMaxFusedQueries) {
+      if (fused) {
         const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb].pos + 1 - b0);
         if (valid <= 0) continue;
         for (int64_t qv = 0; qv < nq; ++qv) fused_states[qv] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
