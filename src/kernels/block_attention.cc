@@ -23,6 +23,8 @@ void attend_block_avx512(const float* k, const float* v, const float* q, int val
                          float scale, SoftmaxState& st);
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st);
+void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
+                               float scale, SoftmaxState* st);
 #endif
 
 float exp_nonpositive(float x) {
@@ -107,7 +109,7 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
-                                       attend_block_f16_group_avx512};
+                                       attend_block_f16_group_avx512, attend_block_group_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

@@ -53,6 +53,12 @@ struct BlockAttentionKernels {
   // then attend_block for query i, give. Needs hd == hdp, a multiple of 64, at most 256.
   void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                  const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) = nullptr;
+  // The same for a block already converted to f32 (k and v [16][hdp], hdp a multiple of 16), as
+  // attend_block for each of the n_q queries (which all see its first `valid` positions) in turn
+  // would leave them, each K and V vector loaded once for several queries (prompts: the query heads
+  // of one row). nullptr where not built.
+  void (*attend_block_group)(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
+                             float scale, SoftmaxState* st) = nullptr;
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

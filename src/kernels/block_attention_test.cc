@@ -112,15 +112,15 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
 // The fused decode form (attend_block_f16_group, where built) against the scalar reference's
 // convert_block + attend_block for each query in turn: the same bits for 1 to 13 queries sharing
 // the rows, full and partial blocks, and a last block whose rows past `valid` hold data.
-TEST(BlockAttentionTest, FusedGroupGivesTheReferenceBits) {
+TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
   std::vector<const BlockAttentionKernels*> fused;
   for (const BlockAttentionKernels* kern : all_kernels()) {
-    if (kern->attend_block_f16_group != nullptr) fused.push_back(kern);
+    if (kern->attend_block_f16_group != nullptr || kern->attend_block_group != nullptr) fused.push_back(kern);
   }
-  if (fused.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  if (fused.empty()) GTEST_SKIP() << "no grouped kernel on this CPU";
   const BlockAttentionKernels& ref = block_attention_kernels_scalar();
   uint32_t seed = 100;
-  for (int64_t hd : {128, 64, 256}) {
+  for (int64_t hd : {128, 64, 256, 80}) {  // the f16 rows' kernel needs a multiple of 64
     for (int n : {1, 7, 16, 33, 300}) {
       for (int n_q : {1, 2, 5, 6, 7, 13}) {
         for (int cut : {0, 3}) {  // the last block's query sees `cut` fewer positions than it has
@@ -132,11 +132,13 @@ TEST(BlockAttentionTest, FusedGroupGivesTheReferenceBits) {
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<float> kf(16 * hd), vf(16 * hd);
           for (const BlockAttentionKernels* kern : fused) {
-            std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want);
-            std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw);
+            // got: from the f16 rows (decode's kernel); got32: from the converted f32 block.
+            std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want), got32(want);
+            std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw), sg32(sw);
             for (int i = 0; i < n_q; ++i) {
               sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
               sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
+              sg32[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got32.data() + i * hd};
             }
             for (int b0 = 0; b0 < n; b0 += 16) {
               const int nb = std::min(16, n - b0);
@@ -150,14 +152,27 @@ TEST(BlockAttentionTest, FusedGroupGivesTheReferenceBits) {
               ref.convert_block(kr, nb, hd, hd, kf.data());
               ref.convert_block(vr, nb, hd, hd, vf.data());
               for (int i = 0; i < n_q; ++i) ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale, sw[static_cast<size_t>(i)]);
-              kern->attend_block_f16_group(kr, vr, valid, q.data(), n_q, hd, scale, sg.data());
+              if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) {
+                kern->attend_block_f16_group(kr, vr, valid, q.data(), n_q, hd, scale, sg.data());
+              }
+              if (kern->attend_block_group != nullptr) {
+                kern->attend_block_group(kf.data(), vf.data(), valid, q.data(), n_q, hd, scale, sg32.data());
+              }
             }
-            for (int i = 0; i < n_q; ++i) {
-              ASSERT_EQ(std::memcmp(&sg[static_cast<size_t>(i)].m, &sw[static_cast<size_t>(i)].m, sizeof(float)), 0);
-              ASSERT_EQ(std::memcmp(&sg[static_cast<size_t>(i)].l, &sw[static_cast<size_t>(i)].l, sizeof(float)), 0);
+            const std::pair<bool, const std::vector<SoftmaxState>*> results[] = {
+                {kern->attend_block_f16_group != nullptr && hd % 64 == 0, &sg}, {kern->attend_block_group != nullptr, &sg32}};
+            for (const auto& [built, states] : results) {
+              if (!built) continue;
+              for (int i = 0; i < n_q; ++i) {
+                const SoftmaxState& s = (*states)[static_cast<size_t>(i)];
+                const SoftmaxState& w = sw[static_cast<size_t>(i)];
+                ASSERT_EQ(std::memcmp(&s.m, &w.m, sizeof(float)), 0);
+                ASSERT_EQ(std::memcmp(&s.l, &w.l, sizeof(float)), 0);
+                ASSERT_EQ(std::memcmp(s.acc, w.acc, static_cast<size_t>(hd) * sizeof(float)), 0)
+                    << (states == &sg ? "f16 rows" : "f32 block") << ", head_dim " << hd << ", " << n
+                    << " positions, " << n_q << " queries, cut " << cut << ", query " << i;
+              }
             }
-            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
-                << "head_dim " << hd << ", " << n << " positions, " << n_q << " queries, cut " << cut;
           }
         }
       }

@@ -67,7 +67,7 @@ namespace {
 
 int64_t padded16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Query heads per KV head up to which decode takes the fused kernel (the size of its state array;
+// Query heads per KV head up to which the grouped kernels run (the size of their state array;
 // Qwen2's sizes: 5 to 7).
 constexpr int64_t kMaxFusedQueries = 16;
 
@@ -147,6 +147,7 @@ struct BlockOrder {
     const bool fused = nq == group && nq <= kMaxFusedQueries && kern.attend_block_f16_group != nullptr &&
                        in.cache.k_type() == KvType::kF16 && in.cache.v_type() == KvType::kF16 && hd == hdp &&
                        hd % 64 == 0 && hd <= 256;
+    const bool grouped = !fused && group <= kMaxFusedQueries && kern.attend_block_group != nullptr;
     SoftmaxState fused_states[kMaxFusedQueries];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
@@ -169,6 +170,24 @@ struct BlockOrder {
       }
       convert(in.cache.k_type(), krows, nb, kf);
       convert(in.cache.v_type(), vrows, nb, vf);
+      if (grouped) {
+        // Each row's query heads together (they see the same positions): the same bits.
+        for (int64_t r = 0; r * group < nq; ++r) {
+          const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
+          if (valid <= 0) continue;
+          for (int64_t h = 0; h < group; ++h) {
+            const int64_t qv = r * group + h;
+            fused_states[h] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
+          }
+          kern.attend_block_group(kf, vf, static_cast<int>(valid), qf + r * group * hdp, static_cast<int>(group), hdp,
+                                  scale, fused_states);
+          for (int64_t h = 0; h < group; ++h) {
+            st.m[r * group + h] = fused_states[h].m;
+            st.l[r * group + h] = fused_states[h].l;
+          }
+        }
+        continue;
+      }
       for (int64_t qv = 0; qv < nq; ++qv) {
         const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + qv / group].pos + 1 - b0);
         if (valid <= 0) continue;

@@ -158,16 +158,53 @@ inline float softmax_step(__m512 scores, int valid, float scale, SoftmaxState& s
   return corr;
 }
 
-// The fused form for H (1..6) query vectors: scores16's chains and tree for every query, with each
-// f16 K vector converted once and used by all H; positions p >= valid read as zero rows (their
-// lanes are masked, as convert_block's zero or stale rows are). Group g holds positions g, g + 4,
-// g + 8, g + 12, the four acc[] that scores16 folds into one vector (abcd, efgh, ijkl, mnop).
-template <int H>
-void attend_heads_f16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const float* q,
-                      int64_t hdp, float scale, SoftmaxState* st) {
-  alignas(64) static const uint16_t kZeros[256] = {};
-  const uint16_t* kr[16];
-  for (int p = 0; p < 16; ++p) kr[p] = p < valid ? krows[p] : kZeros;
+// The K or V rows of a block, as the fused form reads them: f16 rows converted in registers
+// (decode, straight from the cache) or a block already converted to f32 [16][hdp] (prompts).
+struct F16Rows {
+  const uint16_t* const* rows;
+  __m512 load(int p, int64_t d) const {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + d)));
+  }
+};
+struct F32Block {
+  const float* base;
+  int64_t hdp;
+  __m512 load(int p, int64_t d) const { return _mm512_loadu_ps(base + p * hdp + d); }
+};
+
+// acc[h] (C vectors from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
+// p < valid: add_values for H queries at once, each V vector loaded once for all of them.
+template <int H, int C, class Rows>
+inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr, int valid,
+                             int64_t c0, SoftmaxState* st) {
+  __m512 a[H][C];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < C; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
+    if (corr[h] != 1.0f) {
+      const __m512 cv = _mm512_set1_ps(corr[h]);
+      for (int c = 0; c < C; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
+    }
+  }
+  for (int p = 0; p < valid; ++p) {
+    __m512 vv[C];
+    for (int c = 0; c < C; ++c) vv[c] = v.load(p, c0 + 16 * c);
+    for (int h = 0; h < H; ++h) {
+      const __m512 w = _mm512_set1_ps(ev[h][p]);
+      for (int c = 0; c < C; ++c) a[h][c] = _mm512_fmadd_ps(w, vv[c], a[h][c]);
+    }
+  }
+  for (int h = 0; h < H; ++h)
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+}
+
+// The fused form for H (1..6) query vectors that see the same `valid` positions: scores16's
+// chains and tree for every query, with each K vector loaded (or converted) once and used by all
+// H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
+// Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
+// vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
+template <int H, class Rows>
+void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
+                  SoftmaxState* st) {
   __m512 grp[4][H];
   for (int g = 0; g < 4; ++g) {
     __m512 a[4][H];
@@ -175,8 +212,7 @@ void attend_heads_f16(const uint16_t* const* krows, const uint16_t* const* vrows
       for (int h = 0; h < H; ++h) a[j][h] = _mm512_setzero_ps();
     for (int64_t d = 0; d < hdp; d += 16) {
       __m512 kv[4];
-      for (int j = 0; j < 4; ++j)
-        kv[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kr[g + 4 * j] + d)));
+      for (int j = 0; j < 4; ++j) kv[j] = k.load(g + 4 * j, d);
       for (int h = 0; h < H; ++h) {
         const __m512 qv = _mm512_loadu_ps(q + h * hdp + d);
         for (int j = 0; j < 4; ++j) a[j][h] = _mm512_fmadd_ps(kv[j], qv, a[j][h]);
@@ -190,27 +226,25 @@ void attend_heads_f16(const uint16_t* const* krows, const uint16_t* const* vrows
     const __m512 s = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
     corr[h] = softmax_step(s, valid, scale, st[h], ev[h]);
   }
-  // add_values for every query, 64 columns at a time, each V vector converted once.
-  for (int64_t c0 = 0; c0 < hdp; c0 += 64) {
-    __m512 a[H][4];
-    for (int h = 0; h < H; ++h) {
-      for (int c = 0; c < 4; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
-      if (corr[h] != 1.0f) {
-        const __m512 cv = _mm512_set1_ps(corr[h]);
-        for (int c = 0; c < 4; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
-      }
+  int64_t c0 = 0;
+  for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(v, ev, corr, valid, c0, st);
+  for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(v, ev, corr, valid, c0, st);
+}
+
+// attend_heads for n_q queries, six at a time.
+template <class Rows>
+void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
+                  SoftmaxState* st) {
+  for (int h0 = 0; h0 < n_q; h0 += 6) {
+    const float* qh = q + h0 * hdp;
+    switch (std::min(6, n_q - h0)) {
+      case 1: attend_heads<1>(k, v, valid, qh, hdp, scale, st + h0); break;
+      case 2: attend_heads<2>(k, v, valid, qh, hdp, scale, st + h0); break;
+      case 3: attend_heads<3>(k, v, valid, qh, hdp, scale, st + h0); break;
+      case 4: attend_heads<4>(k, v, valid, qh, hdp, scale, st + h0); break;
+      case 5: attend_heads<5>(k, v, valid, qh, hdp, scale, st + h0); break;
+      default: attend_heads<6>(k, v, valid, qh, hdp, scale, st + h0); break;
     }
-    for (int p = 0; p < valid; ++p) {
-      __m512 vv[4];
-      for (int c = 0; c < 4; ++c)
-        vv[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vrows[p] + c0 + 16 * c)));
-      for (int h = 0; h < H; ++h) {
-        const __m512 w = _mm512_set1_ps(ev[h][p]);
-        for (int c = 0; c < 4; ++c) a[h][c] = _mm512_fmadd_ps(w, vv[c], a[h][c]);
-      }
-    }
-    for (int h = 0; h < H; ++h)
-      for (int c = 0; c < 4; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
   }
 }
 
@@ -227,17 +261,15 @@ void attend_block_avx512(const float* k, const float* v, const float* q, int val
 
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) {
-  for (int h0 = 0; h0 < n_q; h0 += 6) {
-    const float* qh = q + h0 * hdp;
-    switch (std::min(6, n_q - h0)) {
-      case 1: attend_heads_f16<1>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-      case 2: attend_heads_f16<2>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-      case 3: attend_heads_f16<3>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-      case 4: attend_heads_f16<4>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-      case 5: attend_heads_f16<5>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-      default: attend_heads_f16<6>(krows, vrows, valid, qh, hdp, scale, st + h0); break;
-    }
-  }
+  alignas(64) static const uint16_t kZeros[256] = {};
+  const uint16_t* kr[kAttnBlock];
+  for (int p = 0; p < kAttnBlock; ++p) kr[p] = p < valid ? krows[p] : kZeros;
+  attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st);
+}
+
+void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
+                               float scale, SoftmaxState* st) {
+  attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st);
 }
 
 }  // namespace ponder
