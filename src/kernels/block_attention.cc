@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "cpu/cpu_features.h"
+#include "kernels/dot_ggml_order.h"
+#include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
 
@@ -25,6 +27,13 @@ void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t*
                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st);
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
                                float scale, SoftmaxState* st);
+void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
+void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
+void attend_block_bf16_group_avx512bf16(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
+                                        int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st);
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* kb, const uint16_t* const* vrows, int valid,
+                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
+                                            SoftmaxState* st);
 #endif
 
 float exp_nonpositive(float x) {
@@ -65,14 +74,8 @@ void convert_block_q8_0(const uint8_t* const* rows, int n, int64_t hd, int64_t h
   for (int p = 0; p < n; ++p) dequantize_row(GgmlType::Q8_0, rows[p], out + p * hdp, hd);
 }
 
-void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,
-                  float scale, SoftmaxState& st) {
-  float s[kAttnBlock];
-  for (int p = 0; p < valid; ++p) {
-    float lanes[16] = {};
-    for (int64_t d = 0; d < hdp; ++d) lanes[d % 16] = std::fma(k[p * hdp + d], q[d], lanes[d % 16]);
-    s[p] = tree16(lanes) * scale;
-  }
+// The steps after the scores s[0, valid) (already scaled): online softmax and the V sums.
+void softmax_values(const float* s, const float* v, int valid, int64_t hdp, SoftmaxState& st) {
   const float m_new = std::max(st.m, *std::max_element(s, s + valid));
   const float c = st.m == -INFINITY ? 0.0f : exp_nonpositive(st.m - m_new);
   float e[kAttnBlock] = {};
@@ -87,20 +90,95 @@ void attend_block(const float* k, const float* v, const float* q, int valid, int
   }
 }
 
+void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                  float scale, SoftmaxState& st) {
+  float s[kAttnBlock];
+  for (int p = 0; p < valid; ++p) {
+    float lanes[16] = {};
+    for (int64_t d = 0; d < hdp; ++d) lanes[d % 16] = std::fma(k[p * hdp + d], q[d], lanes[d % 16]);
+    s[p] = tree16(lanes) * scale;
+  }
+  softmax_values(s, v, valid, hdp, st);
+}
+
+uint16_t bf16_of(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = std::signbit(x) ? -0.0f : 0.0f;
+  return fp32_to_bf16(x);
+}
+
+void convert_block_bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+  std::fill(kb, kb + kAttnBlock * hdp32, uint16_t{0});
+  for (int p = 0; p < n; ++p) {
+    for (int64_t i = 0; i < hd; ++i) kb[p * hdp32 + i] = bf16_of(fp16_to_fp32(rows[p][i]));
+  }
+}
+
+void convert_block_q8_0_bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+  std::fill(kb, kb + kAttnBlock * hdp32, uint16_t{0});
+  float group[kQK];
+  for (int p = 0; p < n; ++p) {
+    for (int64_t b = 0; b < hd / kQK; ++b) {
+      dequantize_row(GgmlType::Q8_0, rows[p] + b * sizeof(BlockQ8_0), group, kQK);
+      for (int64_t i = 0; i < kQK; ++i) kb[p * hdp32 + b * kQK + i] = bf16_of(group[i]);
+    }
+  }
+}
+
+void attend_block_bf16(const uint16_t* kb, const float* v, const uint16_t* qb, int valid, int64_t hdp,
+                       int64_t hdp32, float scale, SoftmaxState& st) {
+  const auto pair = [](const uint16_t* e) { return static_cast<uint32_t>(e[0]) | static_cast<uint32_t>(e[1]) << 16; };
+  float s[kAttnBlock];
+  for (int p = 0; p < valid; ++p) {
+    float lanes[16] = {};
+    for (int64_t c = 0; c < hdp32; c += 32) {
+      for (int j = 0; j < 16; ++j) {
+        lanes[j] = vdpbf16ps_lane(lanes[j], pair(kb + p * hdp32 + c + 2 * j), pair(qb + c + 2 * j));
+      }
+    }
+    s[p] = tree16(lanes) * scale;
+  }
+  softmax_values(s, v, valid, hdp, st);
+}
+
 void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
   for (int64_t i = 0; i < hdp; ++i) o[i] = std::fma(acc[i], b, o[i] * a);
 }
 
 }  // namespace
 
+void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_of(x[i]);
+  std::fill(out + n, out + n_pad, uint16_t{0});
+}
+
 const BlockAttentionKernels& block_attention_kernels_scalar() {
-  static const BlockAttentionKernels k{convert_block, convert_block_q8_0, attend_block, fold, nullptr};
+  static const BlockAttentionKernels k = [] {
+    BlockAttentionKernels t{convert_block, convert_block_q8_0, attend_block, fold};
+    t.convert_block_bf16 = convert_block_bf16;
+    t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16;
+    t.attend_block_bf16 = attend_block_bf16;
+    return t;
+  }();
   return k;
 }
 
+namespace {
+
+// The scalar reference's bf16-scores kernels in t (the SIMD versions replace those they have).
+BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
+  const BlockAttentionKernels& s = block_attention_kernels_scalar();
+  t.convert_block_bf16 = s.convert_block_bf16;
+  t.convert_block_q8_0_bf16 = s.convert_block_q8_0_bf16;
+  t.attend_block_bf16 = s.attend_block_bf16;
+  return t;
+}
+
+}  // namespace
+
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2, nullptr};
+  static const BlockAttentionKernels k =
+      with_scalar_bf16({convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2});
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;
@@ -108,8 +186,17 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k{convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
-                                       attend_block_f16_group_avx512, attend_block_group_avx512};
+  static const BlockAttentionKernels k = [] {
+    BlockAttentionKernels t = with_scalar_bf16({convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512,
+                                                fold_avx512, attend_block_f16_group_avx512, attend_block_group_avx512});
+    if (cpu_features().avx512bf16) {
+      t.convert_block_bf16 = convert_block_bf16_avx512bf16;
+      t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16_avx512bf16;
+      t.attend_block_bf16_group = attend_block_bf16_group_avx512bf16;
+      t.attend_block_bf16_f16_group = attend_block_bf16_f16_group_avx512bf16;
+    }
+    return t;
+  }();
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

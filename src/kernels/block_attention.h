@@ -12,7 +12,16 @@
 //   l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
 //     acc[i] = fma(e[p], V[p][i], acc[i]) for p = 0 .. valid - 1 in order
 //
-// Depends on cpu (ISA choice) only.
+// The bf16-scores variant (block_attention_kernels().attend_block_bf16_group where AVX512_BF16 runs
+// it natively; model/attention.cc uses it for quantized weights, whose activations llama.cpp rounds
+// to 8 bits anyway) computes s[p] from bf16 copies of k and q, as vdpbf16ps does, and everything
+// after the scores as above:
+//   bf16(x): f32 rounded to nearest even on the 16 dropped bits (NaN quiet, subnormals to a zero of
+//     their sign); kb and qb are [hdp32] rows (hd rounded up to 32, zeros past hd)
+//   dot(kb, qb): lane j (0..15) chains acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of qb)
+//     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1), then tree16
+//
+// Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +68,27 @@ struct BlockAttentionKernels {
   // of one row). nullptr where not built.
   void (*attend_block_group)(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
                              float scale, SoftmaxState* st) = nullptr;
+
+  // The bf16-scores variant (header). kb [16][hdp32] bf16 rows: bf16 of a block's f16 or Q8_0 rows
+  // for p < n, zeros past hd and for the rows p in [n, 16).
+  void (*convert_block_bf16)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) = nullptr;
+  void (*convert_block_q8_0_bf16)(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                                  uint16_t* kb) = nullptr;
+  // One query vector qb [hdp32] (bf16) against a block: scores from kb, then attend_block's steps
+  // with v [16][hdp] f32. Always built (the scalar reference where nothing faster is).
+  void (*attend_block_bf16)(const uint16_t* kb, const float* v, const uint16_t* qb, int valid, int64_t hdp,
+                            int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
+  // n_q query vectors qb [n_q][hdp32] that see the same `valid` positions, as attend_block_bf16 for
+  // each in turn would leave them; V from an f32 block [16][hdp] or (f16 form, hd == hdp a multiple
+  // of 64) straight from the f16 rows. nullptr where not built (no AVX512_BF16).
+  void (*attend_block_bf16_group)(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
+                                  int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
+  void (*attend_block_bf16_f16_group)(const uint16_t* kb, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+                                      int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 };
+
+// bf16 of the header for n values, zeros for [n, n_pad).
+void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out);
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).
 const BlockAttentionKernels& block_attention_kernels();

@@ -229,5 +229,146 @@ TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
   }
 }
 
+// The bf16-scores variant. Rounding: nearest even, NaN quiet, subnormals to signed zero.
+TEST(BlockAttentionTest, Bf16RoundingIsNearestEvenWithSubnormalsFlushed) {
+  const float x[] = {1.0f, 1.00390625f, 1.005859375f, -3.14159f, 0x1p-130f, -0x1p-140f, 0x1p-126f, 65504.0f};
+  uint16_t out[10];
+  round_to_bf16(x, 8, 10, out);
+  EXPECT_EQ(out[0], 0x3f80);
+  EXPECT_EQ(out[1], 0x3f80);  // 1 + 2^-8: a tie, to even
+  EXPECT_EQ(out[2], 0x3f81);  // 1 + 1.5 * 2^-8: up
+  EXPECT_EQ(out[3], fp32_to_bf16(-3.14159f));
+  EXPECT_EQ(out[4], 0x0000);
+  EXPECT_EQ(out[5], 0x8000);
+  EXPECT_EQ(out[6], 0x0080);  // the smallest normal stays
+  EXPECT_EQ(out[7], fp32_to_bf16(65504.0f));
+  EXPECT_EQ(out[8], 0);
+  EXPECT_EQ(out[9], 0);
+}
+
+// f16 and Q8_0 rows to bf16 blocks: every ISA's conversion gives the reference's bits.
+TEST(BlockAttentionTest, Bf16BlocksConvertAsTheReferenceInEveryIsa) {
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  std::mt19937 rng(12);
+  std::normal_distribution<float> g(0.0f, 2.0f);
+  for (int64_t hd : {128, 80, 64}) {
+    const int64_t hdp32 = (hd + 31) / 32 * 32;
+    for (int n : {1, 7, 16}) {
+      std::vector<std::vector<uint16_t>> rows(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
+      for (auto& row : rows)
+        for (auto& e : row) e = fp32_to_fp16(g(rng));
+      rows[0][0] = fp32_to_fp16(0x1p-20f);  // an f16 subnormal, a normal f32
+      std::vector<std::vector<uint8_t>> q8(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
+      for (auto& row : q8) {
+        for (int64_t b = 0; b < hd / 32; ++b) {
+          const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
+          std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
+          for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
+        }
+      }
+      const uint16_t* rp[16];
+      const uint8_t* qp[16];
+      for (int p = 0; p < n; ++p) {
+        rp[p] = rows[static_cast<size_t>(p)].data();
+        qp[p] = q8[static_cast<size_t>(p)].data();
+      }
+      std::vector<uint16_t> want(static_cast<size_t>(16 * hdp32), 7), want_q8(want);
+      ref.convert_block_bf16(rp, n, hd, hdp32, want.data());
+      if (hd % 32 == 0) ref.convert_block_q8_0_bf16(qp, n, hd, hdp32, want_q8.data());
+      EXPECT_EQ(want[static_cast<size_t>(hd - 1)], fp32_to_bf16(fp16_to_fp32(rows[0][static_cast<size_t>(hd - 1)])));
+      for (const BlockAttentionKernels* kern : all_kernels()) {
+        std::vector<uint16_t> got(static_cast<size_t>(16 * hdp32), 7), got_q8(got);
+        kern->convert_block_bf16(rp, n, hd, hdp32, got.data());
+        ASSERT_EQ(got, want) << "f16 rows, hd " << hd << " n " << n;
+        if (hd % 32 != 0) continue;
+        kern->convert_block_q8_0_bf16(qp, n, hd, hdp32, got_q8.data());
+        ASSERT_EQ(got_q8, want_q8) << "q8_0 rows, hd " << hd << " n " << n;
+      }
+    }
+  }
+}
+
+// The reference's bf16 scores are the dot products of the rounded values (against double), and
+// every ISA's grouped kernels give its bits, from an f32 V block and from f16 V rows.
+TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  uint32_t seed = 300;
+  for (int64_t hd : {128, 64, 80}) {
+    const int64_t hdp32 = (hd + 31) / 32 * 32;
+    for (int n : {1, 7, 16, 33, 300}) {
+      for (int n_q : {1, 5, 6, 7, 13}) {
+        for (int cut : {0, 3}) {
+          const Case c(hd, n, seed++);
+          std::mt19937 rng(seed);
+          std::normal_distribution<float> g(0.0f, 1.0f);
+          std::vector<float> q(static_cast<size_t>(n_q * hd));
+          for (float& e : q) e = g(rng);
+          std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
+          for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<uint16_t> kb(static_cast<size_t>(16 * hdp32));
+          std::vector<float> vf(static_cast<size_t>(16 * hd));
+          std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want), got16(want);
+          std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw), sg16(sw);
+          for (int i = 0; i < n_q; ++i) {
+            sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
+            sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
+            sg16[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got16.data() + i * hd};
+          }
+          const BlockAttentionKernels* simd = nullptr;
+          for (const BlockAttentionKernels* kern : all_kernels()) {
+            if (kern->attend_block_bf16_group != nullptr) simd = kern;
+          }
+          for (int b0 = 0; b0 < n; b0 += 16) {
+            const int nb = std::min(16, n - b0);
+            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+            const uint16_t* kr[16];
+            const uint16_t* vr[16];
+            for (int p = 0; p < nb; ++p) {
+              kr[p] = c.k[static_cast<size_t>(b0 + p)].data();
+              vr[p] = c.v[static_cast<size_t>(b0 + p)].data();
+            }
+            ref.convert_block_bf16(kr, nb, hd, hdp32, kb.data());
+            ref.convert_block(vr, nb, hd, hd, vf.data());
+            if (b0 == 0 && n_q == 1 && cut == 0) {
+              // A one-position block leaves m = its score: the double dot of the rounded values.
+              std::vector<float> acc(static_cast<size_t>(hd), 0.0f);
+              SoftmaxState one{-INFINITY, 0.0f, acc.data()};
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data(), 1, hd, hdp32, scale, one);
+              double dot = 0;
+              for (int64_t i = 0; i < hd; ++i) {
+                dot += static_cast<double>(bf16_to_fp32(kb[static_cast<size_t>(i)])) * bf16_to_fp32(qb[static_cast<size_t>(i)]);
+              }
+              EXPECT_NEAR(one.m, dot * scale, 1e-4 * (1 + std::fabs(dot))) << "hd " << hd;
+            }
+            for (int i = 0; i < n_q; ++i) {
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data() + i * hdp32, valid, hd, hdp32, scale,
+                                    sw[static_cast<size_t>(i)]);
+            }
+            if (simd == nullptr) continue;
+            simd->attend_block_bf16_group(kb.data(), vf.data(), valid, qb.data(), n_q, hd, hdp32, scale, sg.data());
+            if (hd % 64 == 0) {
+              simd->attend_block_bf16_f16_group(kb.data(), vr, valid, qb.data(), n_q, hd, hdp32, scale, sg16.data());
+            }
+          }
+          if (simd == nullptr) continue;
+          for (int i = 0; i < n_q; ++i) {
+            const SoftmaxState& w = sw[static_cast<size_t>(i)];
+            for (const auto* states : {&sg, &sg16}) {
+              if (states == &sg16 && hd % 64 != 0) continue;
+              const SoftmaxState& s = (*states)[static_cast<size_t>(i)];
+              ASSERT_EQ(std::memcmp(&s.m, &w.m, sizeof(float)), 0);
+              ASSERT_EQ(std::memcmp(&s.l, &w.l, sizeof(float)), 0);
+              ASSERT_EQ(std::memcmp(s.acc, w.acc, static_cast<size_t>(hd) * sizeof(float)), 0)
+                  << (states == &sg ? "f32 V" : "f16 V") << ", head_dim " << hd << ", " << n << " positions, " << n_q
+                  << " queries, cut " << cut << ", query " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ponder

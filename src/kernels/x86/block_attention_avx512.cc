@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/block_attention.h"
 #include "quant/blocks.h"
@@ -202,14 +203,13 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
 // H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
 // Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
 // vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
+// The f32 scores: group g's chains over hdp, 16 elements per step.
 template <int H, class Rows>
-void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
-                  SoftmaxState* st) {
-  __m512 grp[4][H];
-  for (int g = 0; g < 4; ++g) {
-    __m512 a[4][H];
-    for (int j = 0; j < 4; ++j)
-      for (int h = 0; h < H; ++h) a[j][h] = _mm512_setzero_ps();
+struct F32Scores {
+  const Rows& k;
+  const float* q;
+  int64_t hdp;
+  void group(int g, __m512 (&a)[4][H]) const {
     for (int64_t d = 0; d < hdp; d += 16) {
       __m512 kv[4];
       for (int j = 0; j < 4; ++j) kv[j] = k.load(g + 4 * j, d);
@@ -218,6 +218,36 @@ void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64
         for (int j = 0; j < 4; ++j) a[j][h] = _mm512_fmadd_ps(kv[j], qv, a[j][h]);
       }
     }
+  }
+};
+
+// The bf16 scores (block_attention.h): kb [16][hdp32] and qb [H][hdp32] bf16, one vdpbf16ps per 32
+// elements.
+template <int H>
+struct Bf16Scores {
+  const uint16_t* kb;
+  const uint16_t* qb;
+  int64_t hdp32;
+  void group(int g, __m512 (&a)[4][H]) const {
+    for (int64_t d = 0; d < hdp32; d += 32) {
+      __m512bh kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(kb + (g + 4 * j) * hdp32 + d);
+      for (int h = 0; h < H; ++h) {
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qb + h * hdp32 + d);
+        for (int j = 0; j < 4; ++j) a[j][h] = _mm512_dpbf16_ps(a[j][h], kv[j], qv);
+      }
+    }
+  }
+};
+
+template <int H, class Scores, class Rows>
+void attend_heads_with(const Scores& scores, const Rows& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
+  __m512 grp[4][H];
+  for (int g = 0; g < 4; ++g) {
+    __m512 a[4][H];
+    for (int j = 0; j < 4; ++j)
+      for (int h = 0; h < H; ++h) a[j][h] = _mm512_setzero_ps();
+    scores.group(g, a);
     for (int h = 0; h < H; ++h) grp[g][h] = fold4(fold8(a[0][h], a[1][h]), fold8(a[2][h], a[3][h]));
   }
   alignas(64) float ev[H][kAttnBlock];
@@ -231,21 +261,46 @@ void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64
   for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(v, ev, corr, valid, c0, st);
 }
 
-// attend_heads for n_q queries, six at a time.
+template <int H, class Rows>
+void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
+                  SoftmaxState* st) {
+  attend_heads_with<H>(F32Scores<H, Rows>{k, q, hdp}, v, valid, hdp, scale, st);
+}
+
+template <int H, class Rows>
+void attend_heads_bf16(const uint16_t* kb, const Rows& v, int valid, const uint16_t* qb, int64_t hdp, int64_t hdp32,
+                       float scale, SoftmaxState* st) {
+  attend_heads_with<H>(Bf16Scores<H>{kb, qb, hdp32}, v, valid, hdp, scale, st);
+}
+
+// run(H, first query) over n_q queries, six at a time, H a compile-time constant.
+template <class Run>
+void in_sixes(int n_q, const Run& run) {
+  for (int h0 = 0; h0 < n_q; h0 += 6) {
+    switch (std::min(6, n_q - h0)) {
+      case 1: run(std::integral_constant<int, 1>(), h0); break;
+      case 2: run(std::integral_constant<int, 2>(), h0); break;
+      case 3: run(std::integral_constant<int, 3>(), h0); break;
+      case 4: run(std::integral_constant<int, 4>(), h0); break;
+      case 5: run(std::integral_constant<int, 5>(), h0); break;
+      default: run(std::integral_constant<int, 6>(), h0); break;
+    }
+  }
+}
+
+// attend_heads for n_q queries.
 template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
                   SoftmaxState* st) {
-  for (int h0 = 0; h0 < n_q; h0 += 6) {
-    const float* qh = q + h0 * hdp;
-    switch (std::min(6, n_q - h0)) {
-      case 1: attend_heads<1>(k, v, valid, qh, hdp, scale, st + h0); break;
-      case 2: attend_heads<2>(k, v, valid, qh, hdp, scale, st + h0); break;
-      case 3: attend_heads<3>(k, v, valid, qh, hdp, scale, st + h0); break;
-      case 4: attend_heads<4>(k, v, valid, qh, hdp, scale, st + h0); break;
-      case 5: attend_heads<5>(k, v, valid, qh, hdp, scale, st + h0); break;
-      default: attend_heads<6>(k, v, valid, qh, hdp, scale, st + h0); break;
-    }
-  }
+  in_sixes(n_q, [&](auto h, int h0) { attend_heads<h()>(k, v, valid, q + h0 * hdp, hdp, scale, st + h0); });
+}
+
+template <class Rows>
+void attend_group_bf16(const uint16_t* kb, const Rows& v, int valid, const uint16_t* qb, int n_q, int64_t hdp,
+                       int64_t hdp32, float scale, SoftmaxState* st) {
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_bf16<h()>(kb, v, valid, qb + h0 * hdp32, hdp, hdp32, scale, st + h0);
+  });
 }
 
 }  // namespace
@@ -270,6 +325,55 @@ void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t*
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
                                float scale, SoftmaxState* st) {
   attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st);
+}
+
+// bf16 of f16 rows: exact in f32 (an f16 is never an f32 subnormal), then rounded to nearest even.
+void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+  for (int p = 0; p < kAttnBlock; ++p) {
+    uint16_t* o = kb + p * hdp32;
+    for (int64_t i = 0; i < hdp32; i += 32) {
+      __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+      if (p < n) {
+        const __mmask16 mlo = static_cast<__mmask16>(i >= hd ? 0 : hd - i >= 16 ? 0xffff : (1u << (hd - i)) - 1);
+        const __mmask16 mhi =
+            static_cast<__mmask16>(i + 16 >= hd ? 0 : hd - i - 16 >= 16 ? 0xffff : (1u << (hd - i - 16)) - 1);
+        lo = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mlo, rows[p] + i));
+        hi = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mhi, rows[p] + i + 16));
+      }
+      _mm512_storeu_si512(o + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
+// bf16 of Q8_0 rows: f32(d) * q (exact: 11 by 8 bits), rounded to nearest even.
+void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+  for (int p = 0; p < kAttnBlock; ++p) {
+    uint16_t* o = kb + p * hdp32;
+    if (p >= n) {
+      for (int64_t i = 0; i < hdp32; i += 32) _mm512_storeu_si512(o + i, _mm512_setzero_si512());
+      continue;
+    }
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
+    for (int64_t b = 0; b < hd / kQK; ++b) {
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[b].d));
+      const __m512 lo = _mm512_mul_ps(
+          d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs)))));
+      const __m512 hi = _mm512_mul_ps(
+          d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs + 16)))));
+      _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
+void attend_block_bf16_group_avx512bf16(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
+                                        int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
+  attend_group_bf16(kb, F32Block{v, hdp}, valid, qb, n_q, hdp, hdp32, scale, st);
+}
+
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* kb, const uint16_t* const* vrows, int valid,
+                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
+                                            SoftmaxState* st) {
+  attend_group_bf16(kb, F16Rows{vrows}, valid, qb, n_q, hdp, hdp32, scale, st);
 }
 
 }  // namespace ponder
