@@ -96,12 +96,22 @@ void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O,
   M = mx;
 }
 
+// One task's buffers: the tile's queries (f32 and, with bf16 scores, bf16) and one block's K and V.
+struct Buffers {
+  float* qf;     // [max_q][hdp]
+  float* kf;     // [16][hdp]
+  float* vf;     // [16][hdp]
+  uint16_t* qb;  // [max_q][hdp32]
+  uint16_t* kb;  // [16][hdp32]
+};
+
 struct BlockOrder {
   const AttentionInput& in;
   const std::vector<int64_t>& tile_begin;
   int64_t group, hd, hdp, bs;
   float scale;
   const BlockAttentionKernels& kern;
+  int64_t hdp32 = 0;  // bf16 scores: hd rounded up to 32, else 0
 
   int64_t n_kv(int64_t tile) const {
     int64_t n = 0;
@@ -109,16 +119,28 @@ struct BlockOrder {
     return n;
   }
 
-  // qf [nq][hdp]: the tile's query vectors for KV head kvh, zeros past hd.
-  void load_queries(int64_t tile, int64_t kvh, float* qf) const {
+  // qf [nq][hdp]: the tile's query vectors for KV head kvh, zeros past hd; with bf16 scores
+  // their bf16 copies qb [nq][hdp32] too.
+  void load_queries(int64_t tile, int64_t kvh, float* qf, uint16_t* qb) const {
     const Qwen2Config& c = in.config;
     for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r) {
       for (int64_t h = 0; h < group; ++h) {
+        const int64_t qv = (r - tile_begin[tile]) * group + h;
         const float* src = in.q + (r * c.n_head + kvh * group + h) * hd;
-        float* dst = qf + ((r - tile_begin[tile]) * group + h) * hdp;
+        float* dst = qf + qv * hdp;
         std::copy(src, src + hd, dst);
         std::fill(dst + hd, dst + hdp, 0.0f);
+        if (hdp32 > 0) round_to_bf16(src, hd, hdp32, qb + qv * hdp32);
       }
+    }
+  }
+
+  // A block's K rows of `type` to bf16 [16][hdp32].
+  void convert_bf16(KvType type, const uint8_t* const* rows, int nb, uint16_t* kb) const {
+    if (type == KvType::kQ8_0) {
+      kern.convert_block_q8_0_bf16(rows, nb, hd, hdp32, kb);
+    } else {
+      kern.convert_block_bf16(reinterpret_cast<const uint16_t* const*>(rows), nb, hd, hdp32, kb);
     }
   }
 
@@ -131,9 +153,102 @@ struct BlockOrder {
     }
   }
 
+  // Row r (of the tile)'s group of query states through fn(SoftmaxState*), as one array.
+  template <class Fn>
+  void with_row_states(const ChunkStates& st, int64_t r, const Fn& fn) const {
+    SoftmaxState states[kMaxFusedQueries];
+    for (int64_t h = 0; h < group; ++h) {
+      const int64_t qv = r * group + h;
+      states[h] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
+    }
+    fn(states);
+    for (int64_t h = 0; h < group; ++h) {
+      st.m[r * group + h] = states[h].m;
+      st.l[r * group + h] = states[h].l;
+    }
+  }
+
+  // The positions of [b0, b0 + nb) row r of the tile (first row rb) sees.
+  int64_t valid_for(int64_t rb, int64_t r, int64_t b0, int nb) const {
+    return std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
+  }
+
+  // One block for the tile's query vectors in the f32 block order.
+  void attend_block_f32(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
+                        const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
+    const bool grouped = group <= kMaxFusedQueries;
+    // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
+    if (grouped && nq == group && kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
+        in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256) {
+      const int64_t valid = valid_for(rb, 0, b0, nb);
+      if (valid <= 0) return;
+      with_row_states(st, 0, [&](SoftmaxState* s) {
+        kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows),
+                                    reinterpret_cast<const uint16_t* const*>(vrows), static_cast<int>(valid), buf.qf,
+                                    static_cast<int>(group), hdp, scale, s);
+      });
+      return;
+    }
+    convert(in.cache.k_type(), krows, nb, buf.kf);
+    convert(in.cache.v_type(), vrows, nb, buf.vf);
+    for (int64_t r = 0; r * group < nq; ++r) {
+      const int64_t valid = valid_for(rb, r, b0, nb);
+      if (valid <= 0) continue;
+      const float* q = buf.qf + r * group * hdp;
+      if (grouped && kern.attend_block_group != nullptr) {
+        // The row's query heads together (they see the same positions): the same bits.
+        with_row_states(st, r, [&](SoftmaxState* s) {
+          kern.attend_block_group(buf.kf, buf.vf, static_cast<int>(valid), q, static_cast<int>(group), hdp, scale, s);
+        });
+        continue;
+      }
+      for (int64_t h = 0; h < group; ++h) {
+        const int64_t qv = r * group + h;
+        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
+        kern.attend_block(buf.kf, buf.vf, q + h * hdp, static_cast<int>(valid), hdp, scale, s);
+        st.m[qv] = s.m;
+        st.l[qv] = s.l;
+      }
+    }
+  }
+
+  // One block for the tile's query vectors with bf16 scores: K to bf16 once, V to f32 (or read as
+  // f16 rows by one row's group).
+  void attend_block_bf16(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
+                         const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
+    convert_bf16(in.cache.k_type(), krows, nb, buf.kb);
+    const bool grouped = group <= kMaxFusedQueries && kern.attend_block_bf16_group != nullptr;
+    const bool v_rows = grouped && nq == group && kern.attend_block_bf16_f16_group != nullptr &&
+                        in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0;
+    if (!v_rows) convert(in.cache.v_type(), vrows, nb, buf.vf);
+    for (int64_t r = 0; r * group < nq; ++r) {
+      const int64_t valid = valid_for(rb, r, b0, nb);
+      if (valid <= 0) continue;
+      const uint16_t* qb = buf.qb + r * group * hdp32;
+      if (grouped) {
+        with_row_states(st, r, [&](SoftmaxState* s) {
+          if (v_rows) {
+            kern.attend_block_bf16_f16_group(buf.kb, reinterpret_cast<const uint16_t* const*>(vrows),
+                                             static_cast<int>(valid), qb, static_cast<int>(group), hdp, hdp32, scale, s);
+          } else {
+            kern.attend_block_bf16_group(buf.kb, buf.vf, static_cast<int>(valid), qb, static_cast<int>(group), hdp,
+                                         hdp32, scale, s);
+          }
+        });
+        continue;
+      }
+      for (int64_t h = 0; h < group; ++h) {
+        const int64_t qv = r * group + h;
+        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
+        kern.attend_block_bf16(buf.kb, buf.vf, qb + h * hdp32, static_cast<int>(valid), hdp, hdp32, scale, s);
+        st.m[qv] = s.m;
+        st.l[qv] = s.l;
+      }
+    }
+  }
+
   // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
-  void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const float* qf, float* kf, float* vf,
-                    const ChunkStates& st) const {
+  void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const Buffers& buf, const ChunkStates& st) const {
     const int64_t rb = tile_begin[tile];
     const int64_t nq = (tile_begin[tile + 1] - rb) * group;
     const auto& table = in.batch.block_tables[in.batch.rows[rb].seq];
@@ -143,12 +258,6 @@ struct BlockOrder {
     const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
     const uint8_t* krows[kAttnBlock];
     const uint8_t* vrows[kAttnBlock];
-    // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
-    const bool fused = nq == group && nq <= kMaxFusedQueries && kern.attend_block_f16_group != nullptr &&
-                       in.cache.k_type() == KvType::kF16 && in.cache.v_type() == KvType::kF16 && hd == hdp &&
-                       hd % 64 == 0 && hd <= 256;
-    const bool grouped = !fused && group <= kMaxFusedQueries && kern.attend_block_group != nullptr;
-    SoftmaxState fused_states[kMaxFusedQueries];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
       for (int p = 0; p < nb; ++p) {
@@ -156,45 +265,10 @@ struct BlockOrder {
         krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
         vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
       }
-      if (fused) {
-        const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb].pos + 1 - b0);
-        if (valid <= 0) continue;
-        for (int64_t qv = 0; qv < nq; ++qv) fused_states[qv] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
-        kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows), reinterpret_cast<const uint16_t* const*>(vrows),
-                                    static_cast<int>(valid), qf, static_cast<int>(nq), hdp, scale, fused_states);
-        for (int64_t qv = 0; qv < nq; ++qv) {
-          st.m[qv] = fused_states[qv].m;
-          st.l[qv] = fused_states[qv].l;
-        }
-        continue;
-      }
-      convert(in.cache.k_type(), krows, nb, kf);
-      convert(in.cache.v_type(), vrows, nb, vf);
-      if (grouped) {
-        // Each row's query heads together (they see the same positions): the same bits.
-        for (int64_t r = 0; r * group < nq; ++r) {
-          const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
-          if (valid <= 0) continue;
-          for (int64_t h = 0; h < group; ++h) {
-            const int64_t qv = r * group + h;
-            fused_states[h] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
-          }
-          kern.attend_block_group(kf, vf, static_cast<int>(valid), qf + r * group * hdp, static_cast<int>(group), hdp,
-                                  scale, fused_states);
-          for (int64_t h = 0; h < group; ++h) {
-            st.m[r * group + h] = fused_states[h].m;
-            st.l[r * group + h] = fused_states[h].l;
-          }
-        }
-        continue;
-      }
-      for (int64_t qv = 0; qv < nq; ++qv) {
-        const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + qv / group].pos + 1 - b0);
-        if (valid <= 0) continue;
-        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
-        kern.attend_block(kf, vf, qf + qv * hdp, static_cast<int>(valid), hdp, scale, s);
-        st.m[qv] = s.m;
-        st.l[qv] = s.l;
+      if (hdp32 > 0) {
+        attend_block_bf16(rb, nq, b0, nb, krows, vrows, buf, st);
+      } else {
+        attend_block_f32(rb, nq, b0, nb, krows, vrows, buf, st);
       }
     }
   }
@@ -219,17 +293,27 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   const int64_t group = c.n_head / c.n_head_kv;
   const std::vector<int64_t>& tile_begin = row_tiles(in.batch, kFlashRows, scratch.tiles);
   const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
-  const BlockOrder order{in, tile_begin, group, c.head_dim, padded16(c.head_dim), in.cache.block_size(),
-                         1.0f / std::sqrt(static_cast<float>(c.head_dim)), block_attention_kernels()};
-  const int64_t hdp = order.hdp;
+  const BlockOrder order{in,
+                         tile_begin,
+                         group,
+                         c.head_dim,
+                         padded16(c.head_dim),
+                         in.cache.block_size(),
+                         1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                         block_attention_kernels(),
+                         in.bf16_scores ? (c.head_dim + 31) / 32 * 32 : 0};
+  const int64_t hdp = order.hdp, hdp32 = order.hdp32;
   const int64_t max_q = kFlashRows * group;
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates
   if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
   auto states_at = [&](float* base) { return ChunkStates{base, base + max_q, base + 2 * max_q}; };
-  // Per thread: queries [max_q][hdp], K and V blocks [16][hdp] each, two ChunkStates.
-  auto thread_floats = [&](int ti) {
-    return grown(scratch.threads[static_cast<size_t>(ti)].floats,
-                 static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
+  // Per thread: Buffers, then two ChunkStates (the second after `states` + state_floats).
+  auto thread_buffers = [&](int ti, float*& states) {
+    AttentionScratch::PerThread& t = scratch.threads[static_cast<size_t>(ti)];
+    float* f = grown(t.floats, static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
+    uint16_t* h = grown(t.halves, static_cast<size_t>(max_q * hdp32 + kAttnBlock * hdp32));
+    states = f + max_q * hdp + 2 * kAttnBlock * hdp;
+    return Buffers{f, f + max_q * hdp, f + max_q * hdp + kAttnBlock * hdp, h, h + max_q * hdp32};
   };
 
   // chunk_begin[t]: the first chunk of tile t in a numbering of all the tiles' chunks.
@@ -245,17 +329,15 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     // Enough tiles to keep every thread busy: a task runs its tile's chunks in order.
     run_tasks(pool, n_tasks, [&](int ti, int64_t task) {
       const int64_t tile = task / c.n_head_kv, kvh = task % c.n_head_kv;
-      float* f = thread_floats(ti);
-      float* qf = f;
-      float* kf = qf + max_q * hdp;
-      float* vf = kf + kAttnBlock * hdp;
-      const ChunkStates run = states_at(vf + kAttnBlock * hdp);
-      const ChunkStates part = states_at(vf + kAttnBlock * hdp + state_floats);
+      float* states = nullptr;
+      const Buffers buf = thread_buffers(ti, states);
+      const ChunkStates run = states_at(states);
+      const ChunkStates part = states_at(states + state_floats);
       const int64_t nq = (tile_begin[tile + 1] - tile_begin[tile]) * group;
-      order.load_queries(tile, kvh, qf);
-      order.attend_chunk(tile, kvh, 0, qf, kf, vf, run);
+      order.load_queries(tile, kvh, buf.qf, buf.qb);
+      order.attend_chunk(tile, kvh, 0, buf, run);
       for (int64_t ch = 1; ch < chunk_begin[tile + 1] - chunk_begin[tile]; ++ch) {
-        order.attend_chunk(tile, kvh, ch, qf, kf, vf, part);
+        order.attend_chunk(tile, kvh, ch, buf, part);
         for (int64_t qv = 0; qv < nq; ++qv) {
           fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
         }
@@ -273,11 +355,10 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   run_tasks(pool, n_chunks * c.n_head_kv, [&](int ti, int64_t task) {
     const int64_t chunk_index = task / c.n_head_kv, kvh = task % c.n_head_kv;
     const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) - chunk_begin.begin() - 1;
-    float* f = thread_floats(ti);
-    float* kf = f + max_q * hdp;
-    float* vf = kf + kAttnBlock * hdp;
-    order.load_queries(tile, kvh, f);
-    order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], f, kf, vf, slot(chunk_index, kvh));
+    float* states = nullptr;
+    const Buffers buf = thread_buffers(ti, states);
+    order.load_queries(tile, kvh, buf.qf, buf.qb);
+    order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], buf, slot(chunk_index, kvh));
   });
   run_tasks(pool, n_tasks, [&](int, int64_t task) {
     const int64_t tile = task / c.n_head_kv, kvh = task % c.n_head_kv;

@@ -3,7 +3,9 @@
 //   sequence go in tiles of up to kFlashRows; each tile's KV positions are split into chunks of
 //   kAttnChunk (fixed by position, so a long context is shared by the threads, split-K) whose
 //   blocks of 16 go through an online softmax in f32, and the chunks' states are folded in order
-//   (attention.cc). It meets the golden README's exact-computation rule on every file.
+//   (attention.cc). It meets the golden README's exact-computation rule on every file. Its
+//   bf16-scores variant (q and K rounded to bf16 for the scores, vdpbf16ps) meets it on the files
+//   with quantized weights.
 // - ggml order (the default): llama.cpp's non-flash CPU path, operation for operation (scores for
 //   all positions, softmax with one max, probabilities rounded to f16, 64-lane weighted sums), with
 //   the rows of one sequence in tiles of kGgmlTileRows so that each K and V row is read once per
@@ -36,6 +38,7 @@ struct AttentionInput {
   int64_t layer;
   const float* q;  // [n_rows, n_head * head_dim], after RoPE
   float* out;      // [n_rows, n_head * head_dim]
+  bool bf16_scores = false;  // flash order: the bf16-scores variant (kernels/block_attention.h)
 };
 
 // Per-thread buffers, grown on demand and kept between calls (no allocation in steady state).

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cpu/topology.h"
+#include "kernels/block_attention.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
@@ -23,6 +24,7 @@ Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, boo
   PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
   PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
   std::unique_ptr<Qwen2Model> model(new Qwen2Model(std::move(config), std::move(weights)));
+  model->bf16_scores_ = model->bf16_scores_default();
   if (x16) {
     ThreadPool pool(threads > 0 ? threads : cpu_topology().default_threads());
     const std::string fingerprint = cache.dir.empty() ? "" : model_fingerprint(file);
@@ -62,8 +64,16 @@ Status Qwen2Model::set_kv_types(KvType k, KvType v) {
   return Status::ok();
 }
 
+bool Qwen2Model::bf16_scores_default() const {
+  const GgmlType t = weights_.layers.empty() ? GgmlType::F32 : weights_.layers[0].wq.type;
+  const bool quantized = t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16;
+  return quantized && block_attention_kernels().attend_block_bf16_group != nullptr;
+}
+
 std::string Qwen2Model::numerics() const {
-  return fmt::format("{} {}/{}", flash_attn_ ? "block" : "ggml", kv_type_name(kv_k_), kv_type_name(kv_v_));
+  const bool bf16 = bf16_scores_ && kv_k_ == KvType::kF16;
+  return fmt::format("{} {}/{}", flash_attn_ ? (bf16 ? "block-bf16qk" : "block") : "ggml", kv_type_name(kv_k_),
+                     kv_type_name(kv_v_));
 }
 
 Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
@@ -158,7 +168,8 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       }
     }
 
-    const AttentionInput attn_in{c, batch, cache, il, q_.data(), attn_.data()};
+    const AttentionInput attn_in{c, batch, cache, il, q_.data(), attn_.data(),
+                                 bf16_scores_ && cache.k_type() == KvType::kF16};
     if (flash_attn_) {
       attention_flash(attn_in, attn_scratch_, pool);
     } else {

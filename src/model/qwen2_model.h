@@ -48,6 +48,15 @@ class Qwen2Model {
   // the faster one at depth; llama.cpp's order reproduces its logits bit for bit (docs/numerics.md).
   void set_flash_attention(bool on) { flash_attn_ = on; }
   bool flash_attention() const { return flash_attn_; }
+  // The block order's bf16-scores variant (q and K rounded to bf16 for the scores: vdpbf16ps, four
+  // times the multiply rate of f32 FMAs on Zen 4). The default for quantized weights (whose
+  // activations llama.cpp rounds to 8 bits anyway; it meets the exact rule on every quantized golden
+  // file) on CPUs that run it natively; elsewhere f32 scores (the scalar reference runs it when
+  // set). Used with an f16 K cache only: with Q8_0 K the two roundings together break the rule.
+  void set_bf16_scores(bool on) { bf16_scores_ = on; }
+  bool bf16_scores() const { return bf16_scores_; }
+  // That default for these weights on this CPU.
+  bool bf16_scores_default() const;
   // The types of the caches make_cache makes (f16 by default). Q8_0 needs the block order and a
   // head_dim that is a multiple of 32: checked here, so a bad flag fails before any work.
   Status set_kv_types(KvType k, KvType v);
@@ -83,6 +92,7 @@ class Qwen2Model {
   bool x16_from_cache_ = false;
   std::thread x16_writer_;  // writes the x16 cache file after a cold start
   bool flash_attn_ = true;  // attention_flash, else attention_ggml_order
+  bool bf16_scores_ = false;  // set at load: bf16_scores_default()
   KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;
 
   // Activations, grown to the largest batch seen; no allocation in steady state.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/block_attention.h"
 #include "quant/half.h"
 
 namespace ponder {
@@ -38,6 +39,24 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
   EXPECT_EQ(c.head_dim, 64);
   EXPECT_EQ(c.n_ff, 768);
   EXPECT_FALSE(l.model->weights().tied_output);
+}
+
+// The block order's bf16 scores: the default for quantized weights where the CPU runs them natively,
+// never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache (numerics() names what runs).
+TEST(Qwen2ModelTest, Bf16ScoresAreTheDefaultForQuantizedWeightsWhereNative) {
+  const bool native = block_attention_kernels().attend_block_bf16_group != nullptr;
+  for (const char* type : {"Q4_K_M", "Q8_0", "Q2_K"}) {
+    Loaded l = load(type);
+    EXPECT_EQ(l.model->bf16_scores(), native) << type;
+    EXPECT_EQ(l.model->numerics(), native ? "block-bf16qk f16/f16" : "block f16/f16") << type;
+    ASSERT_TRUE(l.model->set_kv_types(KvType::kQ8_0, KvType::kQ8_0).is_ok());
+    EXPECT_EQ(l.model->numerics(), "block q8_0/q8_0") << type;
+  }
+  for (const char* type : {"F32", "F16", "BF16"}) {
+    Loaded l = load(type);
+    EXPECT_FALSE(l.model->bf16_scores()) << type;
+    EXPECT_EQ(l.model->numerics(), "block f16/f16") << type;
+  }
 }
 
 // Several sequences in one batch give the same logits as each alone, and a prompt fed in chunks
