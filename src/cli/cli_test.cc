@@ -93,6 +93,8 @@ TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
       {"info /etc/os-release", "not a GGUF file"},
       {"run -m " + tiny + " -p hi --flash-attn 0 --cache-type-v q8_0", "needs the block order of attention"},
       {"run -m " + tiny + " -p hi --cache-type-k q4_0", "q4_0"},
+      {"run -m " + tiny + " -p hi --attn-scores bf16 --cache-type-k q8_0", "--attn-scores bf16 needs"},
+      {"run -m " + tiny + " -p hi --attn-scores f64", "f64"},
       {"nosuchcommand", "unknown command"},
   };
   for (const Case& c : cases) {

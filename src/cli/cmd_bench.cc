@@ -73,6 +73,7 @@ int run_sweep_cmd(ModelSession& s, int32_t max_depth, int32_t n_pp, int32_t n_tg
   if (!points.has_value()) return fail("bench", points.status().message());
   nlohmann::json out = nlohmann::json::array();
   if (output == "md") {
+    fmt::print("attention: {}\n\n", s.model->numerics());
     fmt::print("| depth | pp{} (t/s) | tg{} (t/s) | tg / tg at depth 0 | roofline |\n|---|---|---|---|---|\n", n_pp, n_tg);
   }
   const double tg0 = n_tg / points->front().tg_s;
@@ -245,6 +246,7 @@ int run_bench_cmd(int argc, char** argv) {
              x16 > 0 ? fmt::format(", x16 {} of {:.1f} MB", s.model->x16_from_cache() ? "layout read from the x16 cache" : "copy", x16 / 1e6)
                      : std::string(", weights in the file's layout"));
   if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
+  fmt::print("attention (last configuration): {}\n", s.model->numerics());
   fmt::print("\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;
   for (const Row& row : rows) {

@@ -19,12 +19,13 @@ namespace ponder::cli {
 // runs the model.
 struct KvTypeFlags {
   std::string k = "f16", v = "f16";
+  std::string scores = "auto";  // --attn-scores: auto, f32 or bf16
   void add_to(CLI::App& app);
   KvType k_type() const;  // add_to's check leaves only valid names
   KvType v_type() const;
   // Q8_0 needs the block order: a clear error before the model loads.
   Status validate(bool flash_attn) const;
-  // The attention order and the KV types on the model.
+  // The attention order, its scores and the KV types on the model.
   Status apply(Qwen2Model& model, bool flash_attn) const;
 };
 
