@@ -162,6 +162,7 @@ const BlockAttentionKernels& block_attention_kernels_scalar() {
   return k;
 }
 
+#if defined(PONDER_X86_KERNELS)
 namespace {
 
 // The scalar reference's bf16-scores kernels in t (the SIMD versions replace those they have).
@@ -174,6 +175,7 @@ BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
 }
 
 }  // namespace
+#endif
 
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)

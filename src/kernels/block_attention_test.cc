@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "quant/half.h"
@@ -112,6 +113,42 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
 // The fused decode form (attend_block_f16_group, where built) against the scalar reference's
 // convert_block + attend_block for each query in turn: the same bits for 1 to 13 queries sharing
 // the rows, full and partial blocks, and a last block whose rows past `valid` hold data.
+// n_q fresh softmax states over their own accumulators [n_q][hd].
+struct GroupStates {
+  std::vector<float> acc;
+  std::vector<SoftmaxState> st;
+  GroupStates(int n_q, int64_t hd) : acc(static_cast<size_t>(n_q * hd), 0.0f), st(static_cast<size_t>(n_q)) {
+    for (int i = 0; i < n_q; ++i) st[static_cast<size_t>(i)] = {-INFINITY, 0.0f, acc.data() + i * hd};
+  }
+};
+
+// The block of c's rows from b0, as attention meets it: nb rows, the queries seeing `valid` of them
+// (the last block `cut` fewer).
+struct BlockRows {
+  int nb, valid;
+  const uint16_t* k[16];
+  const uint16_t* v[16];
+  BlockRows(const Case& c, int b0, int cut) {
+    const int n = static_cast<int>(c.k.size());
+    nb = std::min(16, n - b0);
+    valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+    for (int p = 0; p < nb; ++p) {
+      k[p] = c.k[static_cast<size_t>(b0 + p)].data();
+      v[p] = c.v[static_cast<size_t>(b0 + p)].data();
+    }
+  }
+};
+
+// got's states carry want's bits.
+void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd, const std::string& what) {
+  for (size_t i = 0; i < want.st.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got.st[i].m, &want.st[i].m, sizeof(float)), 0) << what << ", query " << i;
+    ASSERT_EQ(std::memcmp(&got.st[i].l, &want.st[i].l, sizeof(float)), 0) << what << ", query " << i;
+    ASSERT_EQ(std::memcmp(got.st[i].acc, want.st[i].acc, static_cast<size_t>(hd) * sizeof(float)), 0)
+        << what << ", query " << i;
+  }
+}
+
 TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
   std::vector<const BlockAttentionKernels*> fused;
   for (const BlockAttentionKernels* kern : all_kernels()) {
@@ -133,46 +170,25 @@ TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
           std::vector<float> kf(16 * hd), vf(16 * hd);
           for (const BlockAttentionKernels* kern : fused) {
             // got: from the f16 rows (decode's kernel); got32: from the converted f32 block.
-            std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want), got32(want);
-            std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw), sg32(sw);
-            for (int i = 0; i < n_q; ++i) {
-              sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
-              sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
-              sg32[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got32.data() + i * hd};
-            }
+            GroupStates want(n_q, hd), got(n_q, hd), got32(n_q, hd);
             for (int b0 = 0; b0 < n; b0 += 16) {
-              const int nb = std::min(16, n - b0);
-              const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
-              const uint16_t* kr[16];
-              const uint16_t* vr[16];
-              for (int p = 0; p < nb; ++p) {
-                kr[p] = c.k[static_cast<size_t>(b0 + p)].data();
-                vr[p] = c.v[static_cast<size_t>(b0 + p)].data();
+              const BlockRows b(c, b0, cut);
+              ref.convert_block(b.k, b.nb, hd, hd, kf.data());
+              ref.convert_block(b.v, b.nb, hd, hd, vf.data());
+              for (int i = 0; i < n_q; ++i) {
+                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, b.valid, hd, scale, want.st[static_cast<size_t>(i)]);
               }
-              ref.convert_block(kr, nb, hd, hd, kf.data());
-              ref.convert_block(vr, nb, hd, hd, vf.data());
-              for (int i = 0; i < n_q; ++i) ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale, sw[static_cast<size_t>(i)]);
               if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) {
-                kern->attend_block_f16_group(kr, vr, valid, q.data(), n_q, hd, scale, sg.data());
+                kern->attend_block_f16_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale, got.st.data());
               }
               if (kern->attend_block_group != nullptr) {
-                kern->attend_block_group(kf.data(), vf.data(), valid, q.data(), n_q, hd, scale, sg32.data());
+                kern->attend_block_group(kf.data(), vf.data(), b.valid, q.data(), n_q, hd, scale, got32.st.data());
               }
             }
-            const std::pair<bool, const std::vector<SoftmaxState>*> results[] = {
-                {kern->attend_block_f16_group != nullptr && hd % 64 == 0, &sg}, {kern->attend_block_group != nullptr, &sg32}};
-            for (const auto& [built, states] : results) {
-              if (!built) continue;
-              for (int i = 0; i < n_q; ++i) {
-                const SoftmaxState& s = (*states)[static_cast<size_t>(i)];
-                const SoftmaxState& w = sw[static_cast<size_t>(i)];
-                ASSERT_EQ(std::memcmp(&s.m, &w.m, sizeof(float)), 0);
-                ASSERT_EQ(std::memcmp(&s.l, &w.l, sizeof(float)), 0);
-                ASSERT_EQ(std::memcmp(s.acc, w.acc, static_cast<size_t>(hd) * sizeof(float)), 0)
-                    << (states == &sg ? "f16 rows" : "f32 block") << ", head_dim " << hd << ", " << n
-                    << " positions, " << n_q << " queries, cut " << cut << ", query " << i;
-              }
-            }
+            const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
+                                     std::to_string(n_q) + " queries, cut " + std::to_string(cut);
+            if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) expect_same_states(got, want, hd, "f16 rows, " + what);
+            if (kern->attend_block_group != nullptr) expect_same_states(got32, want, hd, "f32 block, " + what);
           }
         }
       }
@@ -308,62 +324,40 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<uint16_t> kb(static_cast<size_t>(16 * hdp32));
           std::vector<float> vf(static_cast<size_t>(16 * hd));
-          std::vector<float> want(static_cast<size_t>(n_q * hd), 0.0f), got(want), got16(want);
-          std::vector<SoftmaxState> sw(static_cast<size_t>(n_q)), sg(sw), sg16(sw);
-          for (int i = 0; i < n_q; ++i) {
-            sw[static_cast<size_t>(i)] = {-INFINITY, 0.0f, want.data() + i * hd};
-            sg[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got.data() + i * hd};
-            sg16[static_cast<size_t>(i)] = {-INFINITY, 0.0f, got16.data() + i * hd};
-          }
+          GroupStates want(n_q, hd), got(n_q, hd), got16(n_q, hd);
           const BlockAttentionKernels* simd = nullptr;
           for (const BlockAttentionKernels* kern : all_kernels()) {
             if (kern->attend_block_bf16_group != nullptr) simd = kern;
           }
           for (int b0 = 0; b0 < n; b0 += 16) {
-            const int nb = std::min(16, n - b0);
-            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
-            const uint16_t* kr[16];
-            const uint16_t* vr[16];
-            for (int p = 0; p < nb; ++p) {
-              kr[p] = c.k[static_cast<size_t>(b0 + p)].data();
-              vr[p] = c.v[static_cast<size_t>(b0 + p)].data();
-            }
-            ref.convert_block_bf16(kr, nb, hd, hdp32, kb.data());
-            ref.convert_block(vr, nb, hd, hd, vf.data());
+            const BlockRows b(c, b0, cut);
+            ref.convert_block_bf16(b.k, b.nb, hd, hdp32, kb.data());
+            ref.convert_block(b.v, b.nb, hd, hd, vf.data());
             if (b0 == 0 && n_q == 1 && cut == 0) {
               // A one-position block leaves m = its score: the double dot of the rounded values.
-              std::vector<float> acc(static_cast<size_t>(hd), 0.0f);
-              SoftmaxState one{-INFINITY, 0.0f, acc.data()};
-              ref.attend_block_bf16(kb.data(), vf.data(), qb.data(), 1, hd, hdp32, scale, one);
+              GroupStates one(1, hd);
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data(), 1, hd, hdp32, scale, one.st[0]);
               double dot = 0;
               for (int64_t i = 0; i < hd; ++i) {
                 dot += static_cast<double>(bf16_to_fp32(kb[static_cast<size_t>(i)])) * bf16_to_fp32(qb[static_cast<size_t>(i)]);
               }
-              EXPECT_NEAR(one.m, dot * scale, 1e-4 * (1 + std::fabs(dot))) << "hd " << hd;
+              EXPECT_NEAR(one.st[0].m, dot * scale, 1e-4 * (1 + std::fabs(dot))) << "hd " << hd;
             }
             for (int i = 0; i < n_q; ++i) {
-              ref.attend_block_bf16(kb.data(), vf.data(), qb.data() + i * hdp32, valid, hd, hdp32, scale,
-                                    sw[static_cast<size_t>(i)]);
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data() + i * hdp32, b.valid, hd, hdp32, scale,
+                                    want.st[static_cast<size_t>(i)]);
             }
             if (simd == nullptr) continue;
-            simd->attend_block_bf16_group(kb.data(), vf.data(), valid, qb.data(), n_q, hd, hdp32, scale, sg.data());
+            simd->attend_block_bf16_group(kb.data(), vf.data(), b.valid, qb.data(), n_q, hd, hdp32, scale, got.st.data());
             if (hd % 64 == 0) {
-              simd->attend_block_bf16_f16_group(kb.data(), vr, valid, qb.data(), n_q, hd, hdp32, scale, sg16.data());
+              simd->attend_block_bf16_f16_group(kb.data(), b.v, b.valid, qb.data(), n_q, hd, hdp32, scale, got16.st.data());
             }
           }
           if (simd == nullptr) continue;
-          for (int i = 0; i < n_q; ++i) {
-            const SoftmaxState& w = sw[static_cast<size_t>(i)];
-            for (const auto* states : {&sg, &sg16}) {
-              if (states == &sg16 && hd % 64 != 0) continue;
-              const SoftmaxState& s = (*states)[static_cast<size_t>(i)];
-              ASSERT_EQ(std::memcmp(&s.m, &w.m, sizeof(float)), 0);
-              ASSERT_EQ(std::memcmp(&s.l, &w.l, sizeof(float)), 0);
-              ASSERT_EQ(std::memcmp(s.acc, w.acc, static_cast<size_t>(hd) * sizeof(float)), 0)
-                  << (states == &sg ? "f32 V" : "f16 V") << ", head_dim " << hd << ", " << n << " positions, " << n_q
-                  << " queries, cut " << cut << ", query " << i;
-            }
-          }
+          const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
+                                   std::to_string(n_q) + " queries, cut " + std::to_string(cut);
+          expect_same_states(got, want, hd, "f32 V, " + what);
+          if (hd % 64 == 0) expect_same_states(got16, want, hd, "f16 V, " + what);
         }
       }
     }
