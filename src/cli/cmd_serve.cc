@@ -188,9 +188,9 @@ int run_serve(int argc, char** argv) {
   std::fprintf(stderr, "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions in %s/%s, %s attention, %d threads)\n",
                config.model_name.c_str(), s.load_s, s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "",
                shown.c_str(), srv.port(), config.engine.kv_positions, kv_type_name(s.model->kv_type_k()),
-               kv_type_name(s.model->kv_type_v()), !s.model->flash_attention()                                                 ? "llama.cpp-order"
-               : s.model->bf16_scores() && s.model->kv_type_k() == KvType::kF16 ? "block-order (bf16 scores)"
-                                                                                : "block-order",
+               kv_type_name(s.model->kv_type_v()), !s.model->flash_attention()   ? "llama.cpp-order"
+               : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
+                                               : "block-order",
                config.engine.threads.n_threads);
   int sig = 0;
   sigwait(&set, &sig);

@@ -210,19 +210,25 @@ TEST(BlockAttentionTest, FoldIsFmaOfTheScaledRunInEveryIsa) {
   }
 }
 
+// n Q8_0 rows of hd values (34-byte blocks: f16 scale in [-0.1, 0.1], 32 random int8).
+std::vector<std::vector<uint8_t>> random_q8_0_rows(int n, int64_t hd, std::mt19937& rng) {
+  std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
+  for (auto& row : rows) {
+    for (int64_t b = 0; b < hd / 32; ++b) {
+      const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
+      std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
+      for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
+    }
+  }
+  return rows;
+}
+
 // Q8_0 rows (34-byte blocks: f16 scale, 32 int8) to f32: f32(d) * q in every ISA, zeros past n.
 TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
   std::mt19937 rng(11);
   for (int64_t hd : {128, 64, 32}) {
     for (int n : {1, 7, 16}) {
-      std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
-      for (auto& row : rows) {
-        for (int64_t b = 0; b < hd / 32; ++b) {
-          const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
-          std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
-          for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
-        }
-      }
+      const std::vector<std::vector<uint8_t>> rows = random_q8_0_rows(n, hd, rng);
       const uint8_t* ptrs[16];
       for (int p = 0; p < n; ++p) ptrs[p] = rows[static_cast<size_t>(p)].data();
       for (const BlockAttentionKernels* kern : all_kernels()) {
@@ -274,14 +280,7 @@ TEST(BlockAttentionTest, Bf16BlocksConvertAsTheReferenceInEveryIsa) {
       for (auto& row : rows)
         for (auto& e : row) e = fp32_to_fp16(g(rng));
       rows[0][0] = fp32_to_fp16(0x1p-20f);  // an f16 subnormal, a normal f32
-      std::vector<std::vector<uint8_t>> q8(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
-      for (auto& row : q8) {
-        for (int64_t b = 0; b < hd / 32; ++b) {
-          const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
-          std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
-          for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
-        }
-      }
+      const std::vector<std::vector<uint8_t>> q8 = random_q8_0_rows(n, hd, rng);
       const uint16_t* rp[16];
       const uint8_t* qp[16];
       for (int p = 0; p < n; ++p) {

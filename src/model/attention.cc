@@ -67,8 +67,8 @@ namespace {
 
 int64_t padded16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Query heads per KV head up to which the grouped kernels run (the size of their state array;
-// Qwen2's sizes: 5 to 7).
+// Query vectors a grouped kernel takes at once (the size of their state array; a row has 5 to 7
+// on Qwen2, more go in pieces).
 constexpr int64_t kMaxFusedQueries = 16;
 
 // The state of nq query vectors over one chunk: m [nq], l [nq], acc [nq][hdp].
@@ -96,13 +96,15 @@ void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O,
   M = mx;
 }
 
-// One task's buffers: the tile's queries (f32 and, with bf16 scores, bf16) and one block's K and V.
+// One task's buffers: the tile's queries (f32 and, with bf16 scores, bf16), one block's K and V,
+// and room for the chunk states.
 struct Buffers {
   float* qf;     // [max_q][hdp]
   float* kf;     // [16][hdp]
   float* vf;     // [16][hdp]
   uint16_t* qb;  // [max_q][hdp32]
   uint16_t* kb;  // [16][hdp32]
+  float* states;  // two ChunkStates, the second state_floats after the first
 };
 
 struct BlockOrder {
@@ -153,98 +155,81 @@ struct BlockOrder {
     }
   }
 
-  // Row r (of the tile)'s group of query states through fn(SoftmaxState*), as one array.
+  // fn(states, first query, count) over row r (of the tile)'s query states, as arrays of at most
+  // kMaxFusedQueries (all of the row's on Qwen2); m and l written back after each.
   template <class Fn>
   void with_row_states(const ChunkStates& st, int64_t r, const Fn& fn) const {
     SoftmaxState states[kMaxFusedQueries];
-    for (int64_t h = 0; h < group; ++h) {
-      const int64_t qv = r * group + h;
-      states[h] = {st.m[qv], st.l[qv], st.acc + qv * hdp};
-    }
-    fn(states);
-    for (int64_t h = 0; h < group; ++h) {
-      st.m[r * group + h] = states[h].m;
-      st.l[r * group + h] = states[h].l;
+    for (int64_t h0 = 0; h0 < group; h0 += kMaxFusedQueries) {
+      const int64_t q0 = r * group + h0, n = std::min(kMaxFusedQueries, group - h0);
+      for (int64_t i = 0; i < n; ++i) states[i] = {st.m[q0 + i], st.l[q0 + i], st.acc + (q0 + i) * hdp};
+      fn(states, q0, static_cast<int>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        st.m[q0 + i] = states[i].m;
+        st.l[q0 + i] = states[i].l;
+      }
     }
   }
 
-  // The positions of [b0, b0 + nb) row r of the tile (first row rb) sees.
-  int64_t valid_for(int64_t rb, int64_t r, int64_t b0, int nb) const {
-    return std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
+  // fn(states, first query, count, valid) for each row of the tile (first row rb, nq query vectors)
+  // that sees any of the block's positions [b0, b0 + nb).
+  template <class Fn>
+  void for_rows_seeing(int64_t rb, int64_t nq, int64_t b0, int nb, const ChunkStates& st, const Fn& fn) const {
+    for (int64_t r = 0; r * group < nq; ++r) {
+      const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
+      if (valid <= 0) continue;
+      with_row_states(st, r, [&](SoftmaxState* s, int64_t q0, int n) { fn(s, q0, n, static_cast<int>(valid)); });
+    }
   }
 
-  // One block for the tile's query vectors in the f32 block order.
+  // Whether one row's query vectors (decode) can read the block's f16 V rows directly.
+  bool reads_f16_v_rows(int64_t nq) const {
+    return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256;
+  }
+
+  // One block for the tile's query vectors in the f32 block order; a row's query vectors go
+  // together through a grouped kernel where there is one (the same bits).
   void attend_block_f32(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                         const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
-    const bool grouped = group <= kMaxFusedQueries;
     // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
-    if (grouped && nq == group && kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
-        in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256) {
-      const int64_t valid = valid_for(rb, 0, b0, nb);
-      if (valid <= 0) return;
-      with_row_states(st, 0, [&](SoftmaxState* s) {
+    if (kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq)) {
+      for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
         kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows),
-                                    reinterpret_cast<const uint16_t* const*>(vrows), static_cast<int>(valid), buf.qf,
-                                    static_cast<int>(group), hdp, scale, s);
+                                    reinterpret_cast<const uint16_t* const*>(vrows), valid, buf.qf + q0 * hdp, n, hdp,
+                                    scale, s);
       });
       return;
     }
     convert(in.cache.k_type(), krows, nb, buf.kf);
     convert(in.cache.v_type(), vrows, nb, buf.vf);
-    for (int64_t r = 0; r * group < nq; ++r) {
-      const int64_t valid = valid_for(rb, r, b0, nb);
-      if (valid <= 0) continue;
-      const float* q = buf.qf + r * group * hdp;
-      if (grouped && kern.attend_block_group != nullptr) {
-        // The row's query heads together (they see the same positions): the same bits.
-        with_row_states(st, r, [&](SoftmaxState* s) {
-          kern.attend_block_group(buf.kf, buf.vf, static_cast<int>(valid), q, static_cast<int>(group), hdp, scale, s);
-        });
-        continue;
+    for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+      const float* q = buf.qf + q0 * hdp;
+      if (kern.attend_block_group != nullptr) {
+        kern.attend_block_group(buf.kf, buf.vf, valid, q, n, hdp, scale, s);
+        return;
       }
-      for (int64_t h = 0; h < group; ++h) {
-        const int64_t qv = r * group + h;
-        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
-        kern.attend_block(buf.kf, buf.vf, q + h * hdp, static_cast<int>(valid), hdp, scale, s);
-        st.m[qv] = s.m;
-        st.l[qv] = s.l;
-      }
-    }
+      for (int i = 0; i < n; ++i) kern.attend_block(buf.kf, buf.vf, q + i * hdp, valid, hdp, scale, s[i]);
+    });
   }
 
   // One block for the tile's query vectors with bf16 scores: K to bf16 once, V to f32 (or read as
-  // f16 rows by one row's group).
+  // f16 rows by one row's query vectors).
   void attend_block_bf16(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                          const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
     convert_bf16(in.cache.k_type(), krows, nb, buf.kb);
-    const bool grouped = group <= kMaxFusedQueries && kern.attend_block_bf16_group != nullptr;
-    const bool v_rows = grouped && nq == group && kern.attend_block_bf16_f16_group != nullptr &&
-                        in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0;
+    const bool v_rows = kern.attend_block_bf16_f16_group != nullptr && reads_f16_v_rows(nq);
     if (!v_rows) convert(in.cache.v_type(), vrows, nb, buf.vf);
-    for (int64_t r = 0; r * group < nq; ++r) {
-      const int64_t valid = valid_for(rb, r, b0, nb);
-      if (valid <= 0) continue;
-      const uint16_t* qb = buf.qb + r * group * hdp32;
-      if (grouped) {
-        with_row_states(st, r, [&](SoftmaxState* s) {
-          if (v_rows) {
-            kern.attend_block_bf16_f16_group(buf.kb, reinterpret_cast<const uint16_t* const*>(vrows),
-                                             static_cast<int>(valid), qb, static_cast<int>(group), hdp, hdp32, scale, s);
-          } else {
-            kern.attend_block_bf16_group(buf.kb, buf.vf, static_cast<int>(valid), qb, static_cast<int>(group), hdp,
+    for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+      const uint16_t* qb = buf.qb + q0 * hdp32;
+      if (v_rows) {
+        kern.attend_block_bf16_f16_group(buf.kb, reinterpret_cast<const uint16_t* const*>(vrows), valid, qb, n, hdp,
                                          hdp32, scale, s);
-          }
-        });
-        continue;
+      } else if (kern.attend_block_bf16_group != nullptr) {
+        kern.attend_block_bf16_group(buf.kb, buf.vf, valid, qb, n, hdp, hdp32, scale, s);
+      } else {
+        for (int i = 0; i < n; ++i) kern.attend_block_bf16(buf.kb, buf.vf, qb + i * hdp32, valid, hdp, hdp32, scale, s[i]);
       }
-      for (int64_t h = 0; h < group; ++h) {
-        const int64_t qv = r * group + h;
-        SoftmaxState s{st.m[qv], st.l[qv], st.acc + qv * hdp};
-        kern.attend_block_bf16(buf.kb, buf.vf, qb + h * hdp32, static_cast<int>(valid), hdp, hdp32, scale, s);
-        st.m[qv] = s.m;
-        st.l[qv] = s.l;
-      }
-    }
+    });
   }
 
   // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
@@ -307,13 +292,13 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates
   if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
   auto states_at = [&](float* base) { return ChunkStates{base, base + max_q, base + 2 * max_q}; };
-  // Per thread: Buffers, then two ChunkStates (the second after `states` + state_floats).
-  auto thread_buffers = [&](int ti, float*& states) {
+  // Per thread: the Buffers in its scratch.
+  auto thread_buffers = [&](int ti) {
     AttentionScratch::PerThread& t = scratch.threads[static_cast<size_t>(ti)];
     float* f = grown(t.floats, static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
     uint16_t* h = grown(t.halves, static_cast<size_t>(max_q * hdp32 + kAttnBlock * hdp32));
-    states = f + max_q * hdp + 2 * kAttnBlock * hdp;
-    return Buffers{f, f + max_q * hdp, f + max_q * hdp + kAttnBlock * hdp, h, h + max_q * hdp32};
+    return Buffers{f, f + max_q * hdp, f + max_q * hdp + kAttnBlock * hdp, h, h + max_q * hdp32,
+                   f + max_q * hdp + 2 * kAttnBlock * hdp};
   };
 
   // chunk_begin[t]: the first chunk of tile t in a numbering of all the tiles' chunks.
@@ -329,10 +314,9 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     // Enough tiles to keep every thread busy: a task runs its tile's chunks in order.
     run_tasks(pool, n_tasks, [&](int ti, int64_t task) {
       const int64_t tile = task / c.n_head_kv, kvh = task % c.n_head_kv;
-      float* states = nullptr;
-      const Buffers buf = thread_buffers(ti, states);
-      const ChunkStates run = states_at(states);
-      const ChunkStates part = states_at(states + state_floats);
+      const Buffers buf = thread_buffers(ti);
+      const ChunkStates run = states_at(buf.states);
+      const ChunkStates part = states_at(buf.states + state_floats);
       const int64_t nq = (tile_begin[tile + 1] - tile_begin[tile]) * group;
       order.load_queries(tile, kvh, buf.qf, buf.qb);
       order.attend_chunk(tile, kvh, 0, buf, run);
@@ -355,8 +339,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   run_tasks(pool, n_chunks * c.n_head_kv, [&](int ti, int64_t task) {
     const int64_t chunk_index = task / c.n_head_kv, kvh = task % c.n_head_kv;
     const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) - chunk_begin.begin() - 1;
-    float* states = nullptr;
-    const Buffers buf = thread_buffers(ti, states);
+    const Buffers buf = thread_buffers(ti);
     order.load_queries(tile, kvh, buf.qf, buf.qb);
     order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], buf, slot(chunk_index, kvh));
   });

@@ -71,9 +71,8 @@ bool Qwen2Model::bf16_scores_default() const {
 }
 
 std::string Qwen2Model::numerics() const {
-  const bool bf16 = bf16_scores_ && kv_k_ == KvType::kF16;
-  return fmt::format("{} {}/{}", flash_attn_ ? (bf16 ? "block-bf16qk" : "block") : "ggml", kv_type_name(kv_k_),
-                     kv_type_name(kv_v_));
+  return fmt::format("{} {}/{}", !flash_attn_ ? "ggml" : bf16_scores_in_use() ? "block-bf16qk" : "block",
+                     kv_type_name(kv_k_), kv_type_name(kv_v_));
 }
 
 Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
@@ -169,7 +168,7 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
     }
 
     const AttentionInput attn_in{c, batch, cache, il, q_.data(), attn_.data(),
-                                 bf16_scores_ && cache.k_type() == KvType::kF16};
+                                 bf16_scores_for(cache.k_type())};
     if (flash_attn_) {
       attention_flash(attn_in, attn_scratch_, pool);
     } else {

@@ -55,6 +55,10 @@ class Qwen2Model {
   // set). Used with an f16 K cache only: with Q8_0 K the two roundings together break the rule.
   void set_bf16_scores(bool on) { bf16_scores_ = on; }
   bool bf16_scores() const { return bf16_scores_; }
+  // Whether a cache of K type k gets them (set, and an f16 K cache).
+  bool bf16_scores_for(KvType k) const { return bf16_scores_ && k == KvType::kF16; }
+  // Whether attention runs them with this model's settings.
+  bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_k_); }
   // That default for these weights on this CPU.
   bool bf16_scores_default() const;
   // The types of the caches make_cache makes (f16 by default). Q8_0 needs the block order and a

@@ -99,6 +99,21 @@ inline void add_values(const float* v, const float* e, int valid, int64_t hdp, f
 
 }  // namespace
 
+namespace {
+
+// f32(d) * q for elements [j, j + 16) of a Q8_0 block: one rounding.
+inline __m512 q8_0_values16(const BlockQ8_0& b, int j) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + j));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+}
+
+// The first min(16, max(0, n)) lanes.
+inline __mmask16 first_lanes(int64_t n) {
+  return n <= 0 ? 0 : n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+}
+
+}  // namespace
+
 void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
   for (int p = 0; p < kAttnBlock; ++p) {
     float* o = out + p * hdp;
@@ -126,11 +141,7 @@ void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, in
     }
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
     for (int64_t b = 0; b < hd / kQK; ++b) {
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[b].d));
-      for (int j = 0; j < kQK; j += 16) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs + j));
-        _mm512_storeu_ps(o + b * kQK + j, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
-      }
+      for (int j = 0; j < kQK; j += 16) _mm512_storeu_ps(o + b * kQK + j, q8_0_values16(blk[b], j));
     }
   }
 }
@@ -198,11 +209,6 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
 }
 
-// The fused form for H (1..6) query vectors that see the same `valid` positions: scores16's
-// chains and tree for every query, with each K vector loaded (or converted) once and used by all
-// H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
-// Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
-// vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
 // The f32 scores: group g's chains over hdp, 16 elements per step.
 template <int H, class Rows>
 struct F32Scores {
@@ -240,6 +246,11 @@ struct Bf16Scores {
   }
 };
 
+// The fused form for H (1..6) query vectors that see the same `valid` positions: the scores'
+// chains and tree for every query, with each K vector loaded (or converted) once and used by all
+// H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
+// Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
+// vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
 template <int H, class Scores, class Rows>
 void attend_heads_with(const Scores& scores, const Rows& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
   __m512 grp[4][H];
@@ -261,18 +272,6 @@ void attend_heads_with(const Scores& scores, const Rows& v, int valid, int64_t h
   for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(v, ev, corr, valid, c0, st);
 }
 
-template <int H, class Rows>
-void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
-                  SoftmaxState* st) {
-  attend_heads_with<H>(F32Scores<H, Rows>{k, q, hdp}, v, valid, hdp, scale, st);
-}
-
-template <int H, class Rows>
-void attend_heads_bf16(const uint16_t* kb, const Rows& v, int valid, const uint16_t* qb, int64_t hdp, int64_t hdp32,
-                       float scale, SoftmaxState* st) {
-  attend_heads_with<H>(Bf16Scores<H>{kb, qb, hdp32}, v, valid, hdp, scale, st);
-}
-
 // run(H, first query) over n_q queries, six at a time, H a compile-time constant.
 template <class Run>
 void in_sixes(int n_q, const Run& run) {
@@ -288,18 +287,21 @@ void in_sixes(int n_q, const Run& run) {
   }
 }
 
-// attend_heads for n_q queries.
+// The fused form for n_q queries with f32 scores.
 template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
                   SoftmaxState* st) {
-  in_sixes(n_q, [&](auto h, int h0) { attend_heads<h()>(k, v, valid, q + h0 * hdp, hdp, scale, st + h0); });
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp}, v, valid, hdp, scale, st + h0);
+  });
 }
 
+// The same with bf16 scores.
 template <class Rows>
 void attend_group_bf16(const uint16_t* kb, const Rows& v, int valid, const uint16_t* qb, int n_q, int64_t hdp,
                        int64_t hdp32, float scale, SoftmaxState* st) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_bf16<h()>(kb, v, valid, qb + h0 * hdp32, hdp, hdp32, scale, st + h0);
+    attend_heads_with<h()>(Bf16Scores<h()>{kb, qb + h0 * hdp32, hdp32}, v, valid, hdp, scale, st + h0);
   });
 }
 
@@ -334,11 +336,8 @@ void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t h
     for (int64_t i = 0; i < hdp32; i += 32) {
       __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
       if (p < n) {
-        const __mmask16 mlo = static_cast<__mmask16>(i >= hd ? 0 : hd - i >= 16 ? 0xffff : (1u << (hd - i)) - 1);
-        const __mmask16 mhi =
-            static_cast<__mmask16>(i + 16 >= hd ? 0 : hd - i - 16 >= 16 ? 0xffff : (1u << (hd - i - 16)) - 1);
-        lo = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mlo, rows[p] + i));
-        hi = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mhi, rows[p] + i + 16));
+        lo = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_lanes(hd - i), rows[p] + i));
+        hi = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_lanes(hd - i - 16), rows[p] + i + 16));
       }
       _mm512_storeu_si512(o + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
@@ -355,12 +354,7 @@ void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64
     }
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
     for (int64_t b = 0; b < hd / kQK; ++b) {
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[b].d));
-      const __m512 lo = _mm512_mul_ps(
-          d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs)))));
-      const __m512 hi = _mm512_mul_ps(
-          d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[b].qs + 16)))));
-      _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(q8_0_values16(blk[b], 16), q8_0_values16(blk[b], 0)));
     }
   }
 }
