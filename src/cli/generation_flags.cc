@@ -27,7 +27,7 @@ void KvTypeFlags::add_to(CLI::App& app) {
   app.add_option("--cache-type-v", v, "V cache type: f16 or q8_0 (as --cache-type-k)")->capture_default_str()->check(types);
   app.add_option("--attn-scores", scores,
                  "the block order's Q.K scores: f32, or bf16 (q and K rounded to bf16, vdpbf16ps: prompts at depth "
-                 "~1.4x faster on Zen 4; on the quantized golden files within 0.0006 mean dlogp of f32's, inside the "
+                 "1.2-1.4x as fast on Zen 4; on the quantized golden files within 0.0006 mean dlogp of f32's, inside the "
                  "exact rule; emulated, slowly, without AVX512_BF16); auto: bf16 for quantized weights on CPUs with "
                  "AVX512_BF16 and an f16 K cache, else f32")
       ->capture_default_str()
