@@ -74,6 +74,14 @@ TEST(CliTest, RunGeneratesAndReportsTimings) {
   EXPECT_NE(r.out.find("first token"), std::string::npos) << r.out;
 }
 
+// A bf16 cache asked for on one side takes the other side too (auto), here on F16 weights, whose
+// default is f16.
+TEST(CliTest, RunWithABf16KvCache) {
+  Result r = run("run -m " + kShared + "/models/tiny-F16.gguf -p 'What is 2+2?' -n 8 --temp 0 --cache-type-k bf16");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+}
+
 TEST(CliTest, RunWithAQ8_0KvCache) {
   Result r = run("run -m " + kShared + "/models/tiny-Q4_K_M.gguf -p 'What is 2+2?' -n 8 --temp 0 --cache-type-k q8_0 --cache-type-v q8_0");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -95,6 +103,9 @@ TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
       {"run -m " + tiny + " -p hi --cache-type-k q4_0", "q4_0"},
       {"run -m " + tiny + " -p hi --attn-scores bf16 --cache-type-k q8_0", "--attn-scores bf16 needs"},
       {"run -m " + tiny + " -p hi --attn-scores f64", "f64"},
+      {"run -m " + tiny + " -p hi --cache-type-k bf16 --cache-type-v f16", "takes K and V together"},
+      {"run -m " + tiny + " -p hi --cache-type-k bf16 --attn-scores f32", "does not go with a bf16 KV cache"},
+      {"run -m " + tiny + " -p hi --cache-type-k bf16 --flash-attn 0", "needs the block order of attention"},
       {"nosuchcommand", "unknown command"},
   };
   for (const Case& c : cases) {

@@ -157,7 +157,7 @@ int run_bench_cmd(int argc, char** argv) {
   for (const TensorInfo& t : s.file.tensors()) n_params += t.n_elements;
 
   std::vector<Row> rows;
-  const std::string kv_suffix = kv_types.k == "f16" && kv_types.v == "f16" ? "" : " kv " + kv_types.k + "/" + kv_types.v;
+  const std::string kv_suffix = kv_types.k == "auto" && kv_types.v == "auto" ? "" : " kv " + kv_types.k + "/" + kv_types.v;
   for (int t : threads) {
     ThreadPool pool(t, pin ? cpu_topology().one_cpu_per_core : std::vector<int>{});
     for (int fa : flash) {
@@ -222,8 +222,8 @@ int run_bench_cmd(int argc, char** argv) {
                      {"n_seq", row.r.n_seq},
                      {"n_depth", row.r.n_depth},
                      {"flash_attn", row.r.flash_attn},
-                     {"type_k", kv_types.k},
-                     {"type_v", kv_types.v},
+                     {"type_k", kv_type_name(s.model->kv_type_k())},
+                     {"type_v", kv_type_name(s.model->kv_type_v())},
                      {"avg_ns", static_cast<int64_t>(row.r.mean_s() * 1e9)},
                      {"stddev_ns", static_cast<int64_t>(row.r.stddev_s() * 1e9)},
                      {"avg_ts", row.r.mean_ts()},

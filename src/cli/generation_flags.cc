@@ -17,32 +17,59 @@
 namespace ponder::cli {
 
 void KvTypeFlags::add_to(CLI::App& app) {
-  const auto types = CLI::IsMember({"f16", "q8_0"});
+  const auto types = CLI::IsMember({"auto", "f16", "bf16", "q8_0"});
   app.add_option("--cache-type-k", k,
-                 "K cache type: f16 or q8_0 (53% of the bytes, read directly by the block order; on the golden files "
-                 "q8_0 K and V keep the exact rule on quantized weights, and move F32/F16/BF16 weights from "
-                 "0.0006-0.009 to 0.012-0.017 mean dlogp from the exact computation: docs/numerics.md)")
+                 "K cache type: auto, f16, bf16 or q8_0. auto: bf16 K and V where the block order runs bf16 scores "
+                 "natively (quantized weights, AVX512_BF16), else f16. bf16 (K and V together, the bytes of f16): the "
+                 "scores and the V sums by vdpbf16ps straight from the cache, decode at depth ~1.6x f16's on Zen 4; on the "
+                 "quantized golden files inside the exact rule. q8_0: 53% of the bytes, read directly by the block "
+                 "order; on the golden files q8_0 K and V keep the exact rule on quantized weights, and move "
+                 "F32/F16/BF16 weights from 0.0006-0.009 to 0.012-0.017 mean dlogp from the exact computation "
+                 "(docs/numerics.md)")
       ->capture_default_str()
       ->check(types);
-  app.add_option("--cache-type-v", v, "V cache type: f16 or q8_0 (as --cache-type-k)")->capture_default_str()->check(types);
+  app.add_option("--cache-type-v", v, "V cache type: auto, f16, bf16 or q8_0 (as --cache-type-k)")
+      ->capture_default_str()
+      ->check(types);
   app.add_option("--attn-scores", scores,
-                 "the block order's Q.K scores: f32, or bf16 (q and K rounded to bf16, vdpbf16ps: prompts at depth "
-                 "1.2-1.4x as fast on Zen 4; on the quantized golden files within 0.0006 mean dlogp of f32's, inside the "
-                 "exact rule; emulated, slowly, without AVX512_BF16); auto: bf16 for quantized weights on CPUs with "
-                 "AVX512_BF16 and an f16 K cache, else f32")
+                 "the block order's Q.K scores with an f16 K cache: f32, or bf16 (q and K rounded to bf16, vdpbf16ps: "
+                 "prompts at depth 1.2-1.4x as fast on Zen 4; on the quantized golden files within 0.0006 mean dlogp of "
+                 "f32's, inside the exact rule; emulated, slowly, without AVX512_BF16); auto: bf16 for quantized "
+                 "weights on CPUs with AVX512_BF16, else f32. A bf16 cache always takes bf16 scores.")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "f32", "bf16"}));
 }
 
-KvType KvTypeFlags::k_type() const { return parse_kv_type(k).value(); }
-KvType KvTypeFlags::v_type() const { return parse_kv_type(v).value(); }
+bool KvTypeFlags::explicit_types(KvType& k_type, KvType& v_type) const {
+  if (k == "auto" && v == "auto") return false;
+  const std::string other_of_k = k == "auto" ? (v == "bf16" ? "bf16" : "f16") : k;
+  const std::string other_of_v = v == "auto" ? (k == "bf16" ? "bf16" : "f16") : v;
+  k_type = parse_kv_type(other_of_k).value();
+  v_type = parse_kv_type(other_of_v).value();
+  return true;
+}
+
+int64_t KvTypeFlags::row_bytes(int64_t head_dim) const {
+  KvType kt = KvType::kF16, vt = KvType::kF16;
+  explicit_types(kt, vt);
+  return kv_row_bytes(kt, head_dim) + kv_row_bytes(vt, head_dim);
+}
 
 Status KvTypeFlags::validate(bool flash_attn) const {
-  if (!flash_attn && (k_type() != KvType::kF16 || v_type() != KvType::kF16)) {
-    return Status::error("--cache-type-k/-v q8_0 needs the block order of attention (--flash-attn 1)");
+  KvType kt = KvType::kF16, vt = KvType::kF16;
+  explicit_types(kt, vt);
+  if (!flash_attn && (kt != KvType::kF16 || vt != KvType::kF16)) {
+    return Status::errorf("--cache-type-k/-v {}/{} needs the block order of attention (--flash-attn 1)", kv_type_name(kt),
+                          kv_type_name(vt));
   }
-  if (scores == "bf16" && (!flash_attn || k_type() != KvType::kF16)) {
-    return Status::error("--attn-scores bf16 needs the block order of attention (--flash-attn 1) and an f16 K cache");
+  if ((kt == KvType::kBF16) != (vt == KvType::kBF16)) {
+    return Status::error("a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
+  }
+  if (scores == "f32" && kt == KvType::kBF16) {
+    return Status::error("--attn-scores f32 does not go with a bf16 KV cache (its scores are bf16)");
+  }
+  if (scores == "bf16" && (!flash_attn || kt == KvType::kQ8_0)) {
+    return Status::error("--attn-scores bf16 needs the block order of attention (--flash-attn 1) and an f16 or bf16 K cache");
   }
   return Status::ok();
 }
@@ -51,7 +78,12 @@ Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
   PONDER_RETURN_IF_ERROR(validate(flash_attn));
   model.set_flash_attention(flash_attn);
   if (scores != "auto") model.set_bf16_scores(scores == "bf16");
-  return model.set_kv_types(k_type(), v_type());
+  KvType kt = KvType::kF16, vt = KvType::kF16;
+  if (!explicit_types(kt, vt)) {
+    model.use_default_kv_types();
+    return Status::ok();
+  }
+  return model.set_kv_types(kt, vt);
 }
 
 void GenerationFlags::add_to(CLI::App& app) {
@@ -108,8 +140,7 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   c.kv_positions = n_ctx;
   if (kv_mem_mib > 0) {
     // K and V rows of every layer and KV head per position.
-    const int64_t per_position = model.n_layer * model.n_head_kv *
-                                 (kv_row_bytes(kv_types.k_type(), model.head_dim) + kv_row_bytes(kv_types.v_type(), model.head_dim));
+    const int64_t per_position = model.n_layer * model.n_head_kv * kv_types.row_bytes(model.head_dim);
     c.kv_positions = static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
   }
   c.max_batch = batch_size;

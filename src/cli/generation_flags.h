@@ -15,15 +15,19 @@
 
 namespace ponder::cli {
 
-// --cache-type-k / --cache-type-v (llama.cpp's -ctk / -ctv): f16 or q8_0, for every command that
-// runs the model.
+// --cache-type-k / --cache-type-v (llama.cpp's -ctk / -ctv): auto, f16, bf16 or q8_0, for every
+// command that runs the model; --attn-scores.
 struct KvTypeFlags {
-  std::string k = "f16", v = "f16";
+  std::string k = "auto", v = "auto";
   std::string scores = "auto";  // --attn-scores: auto, f32 or bf16
   void add_to(CLI::App& app);
-  KvType k_type() const;  // add_to's check leaves only valid names
-  KvType v_type() const;
-  // Q8_0 needs the block order: a clear error before the model loads.
+  // The types asked for: "auto" on one side takes bf16 when the other side is bf16, else f16;
+  // false when both are auto (the model's default). add_to's check leaves only valid names.
+  bool explicit_types(KvType& k_type, KvType& v_type) const;
+  // Bytes of one position's K and V row of one head (auto counted as f16, which bf16 equals).
+  int64_t row_bytes(int64_t head_dim) const;
+  // Q8_0 and bf16 need the block order, bf16 takes K and V together and bf16 scores: a clear error
+  // before the model loads.
   Status validate(bool flash_attn) const;
   // The attention order, its scores and the KV types on the model.
   Status apply(Qwen2Model& model, bool flash_attn) const;

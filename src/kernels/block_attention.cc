@@ -29,11 +29,13 @@ void attend_block_group_avx512(const float* k, const float* v, int valid, const 
                                float scale, SoftmaxState* st);
 void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
 void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
-void attend_block_bf16_group_avx512bf16(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
+void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
                                         int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st);
-void attend_block_bf16_f16_group_avx512bf16(const uint16_t* kb, const uint16_t* const* vrows, int valid,
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                             const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
                                             SoftmaxState* st);
+void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st);
 #endif
 
 float exp_nonpositive(float x) {
@@ -74,17 +76,24 @@ void convert_block_q8_0(const uint8_t* const* rows, int n, int64_t hd, int64_t h
   for (int p = 0; p < n; ++p) dequantize_row(GgmlType::Q8_0, rows[p], out + p * hdp, hd);
 }
 
-// The steps after the scores s[0, valid) (already scaled): online softmax and the V sums.
-void softmax_values(const float* s, const float* v, int valid, int64_t hdp, SoftmaxState& st) {
+// The online-softmax step for the scores s[0, valid) (already scaled): m and l updated, e[16] the
+// weights (zeros past valid), acc[0, hdp) times the correction unless it is 1.
+void softmax_step(const float* s, int valid, int64_t hdp, SoftmaxState& st, float* e) {
   const float m_new = std::max(st.m, *std::max_element(s, s + valid));
   const float c = st.m == -INFINITY ? 0.0f : exp_nonpositive(st.m - m_new);
-  float e[kAttnBlock] = {};
+  std::fill(e, e + kAttnBlock, 0.0f);
   for (int p = 0; p < valid; ++p) e[p] = exp_nonpositive(s[p] - m_new);
   st.l = st.l * c + tree16(e);
   st.m = m_new;
   if (c != 1.0f) {
     for (int64_t i = 0; i < hdp; ++i) st.acc[i] *= c;
   }
+}
+
+// The steps after the scores: online softmax and the V sums.
+void softmax_values(const float* s, const float* v, int valid, int64_t hdp, SoftmaxState& st) {
+  float e[kAttnBlock];
+  softmax_step(s, valid, hdp, st, e);
   for (int p = 0; p < valid; ++p) {
     for (int64_t i = 0; i < hdp; ++i) st.acc[i] = std::fma(e[p], v[p * hdp + i], st.acc[i]);
   }
@@ -92,7 +101,7 @@ void softmax_values(const float* s, const float* v, int valid, int64_t hdp, Soft
 
 void attend_block(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                   float scale, SoftmaxState& st) {
-  float s[kAttnBlock];
+  float s[kAttnBlock] = {};
   for (int p = 0; p < valid; ++p) {
     float lanes[16] = {};
     for (int64_t d = 0; d < hdp; ++d) lanes[d % 16] = std::fma(k[p * hdp + d], q[d], lanes[d % 16]);
@@ -127,7 +136,7 @@ void convert_block_q8_0_bf16(const uint8_t* const* rows, int n, int64_t hd, int6
 void attend_block_bf16(const uint16_t* kb, const float* v, const uint16_t* qb, int valid, int64_t hdp,
                        int64_t hdp32, float scale, SoftmaxState& st) {
   const auto pair = [](const uint16_t* e) { return static_cast<uint32_t>(e[0]) | static_cast<uint32_t>(e[1]) << 16; };
-  float s[kAttnBlock];
+  float s[kAttnBlock] = {};
   for (int p = 0; p < valid; ++p) {
     float lanes[16] = {};
     for (int64_t c = 0; c < hdp32; c += 32) {
@@ -138,6 +147,41 @@ void attend_block_bf16(const uint16_t* kb, const float* v, const uint16_t* qb, i
     s[p] = tree16(lanes) * scale;
   }
   softmax_values(s, v, valid, hdp, st);
+}
+
+// The pair (x[i], x[i + 1]) of a row of n values as vdpbf16ps takes it (x[i] low), zeros past n.
+uint32_t bf16_pair(const uint16_t* x, int64_t i, int64_t n) {
+  const uint32_t a = i < n ? x[i] : 0, b = i + 1 < n ? x[i + 1] : 0;
+  return a | b << 16;
+}
+
+void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+                         int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) {
+  float s[kAttnBlock] = {};
+  for (int p = 0; p < valid; ++p) {
+    float lanes[16] = {};
+    for (int64_t c = 0; c < hdp32; c += 32) {
+      for (int j = 0; j < 16; ++j) {
+        lanes[j] = vdpbf16ps_lane(lanes[j], bf16_pair(krows[p], c + 2 * j, hd), bf16_pair(qb, c + 2 * j, hdp32));
+      }
+    }
+    s[p] = tree16(lanes) * scale;
+  }
+  float e[kAttnBlock];
+  softmax_step(s, valid, (hd + 15) / 16 * 16, st, e);
+  for (int k = 0; 2 * k < valid; ++k) {
+    uint16_t hi[2];
+    for (int j = 0; j < 2; ++j) {
+      hi[j] = bf16_of(e[2 * k + j]);
+
+    }
+    const uint32_t w_hi = bf16_pair(hi, 0, 2);
+    for (int64_t i = 0; i < hd; ++i) {
+      const uint32_t vp = static_cast<uint32_t>(vrows[2 * k][i]) |
+                          (2 * k + 1 < valid ? static_cast<uint32_t>(vrows[2 * k + 1][i]) << 16 : 0u);
+      st.acc[i] = vdpbf16ps_lane(st.acc[i], vp, w_hi);
+    }
+  }
 }
 
 void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
@@ -157,6 +201,7 @@ const BlockAttentionKernels& block_attention_kernels_scalar() {
     t.convert_block_bf16 = convert_block_bf16;
     t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16;
     t.attend_block_bf16 = attend_block_bf16;
+    t.attend_block_bf16kv = attend_block_bf16kv;
     return t;
   }();
   return k;
@@ -171,6 +216,7 @@ BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
   t.convert_block_bf16 = s.convert_block_bf16;
   t.convert_block_q8_0_bf16 = s.convert_block_q8_0_bf16;
   t.attend_block_bf16 = s.attend_block_bf16;
+  t.attend_block_bf16kv = s.attend_block_bf16kv;
   return t;
 }
 
@@ -196,6 +242,7 @@ const BlockAttentionKernels* block_attention_kernels_avx512() {
       t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16_avx512bf16;
       t.attend_block_bf16_group = attend_block_bf16_group_avx512bf16;
       t.attend_block_bf16_f16_group = attend_block_bf16_f16_group_avx512bf16;
+      t.attend_block_bf16kv_group = attend_block_bf16kv_group_avx512bf16;
     }
     return t;
   }();

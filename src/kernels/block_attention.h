@@ -21,6 +21,14 @@
 //   dot(kb, qb): lane j (0..15) chains acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of qb)
 //     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1), then tree16
 //
+// The bf16-cache variant (K and V stored as bf16 rows, `--cache-type-k/-v bf16`) takes the scores of
+// the bf16 variant straight from the K rows, the softmax step as above, and sums V by vdpbf16ps over
+// pairs of positions with the weights rounded to bf16 (l keeps their f32 sum):
+//   for k = 0 .. ceil(valid / 2) - 1, for each column i: vp = (V[2k][i], V[2k + 1][i]) (zero for
+//     the row 2k + 1 = valid); acc[i] = vdpbf16ps_lane(acc[i], vp, (bf16(e[2k]), bf16(e[2k + 1])))
+// (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the golden
+// files and cost twice the instructions.)
+//
 // Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
 
@@ -81,9 +89,17 @@ struct BlockAttentionKernels {
   // n_q query vectors qb [n_q][hdp32] that see the same `valid` positions, as attend_block_bf16 for
   // each in turn would leave them; V from an f32 block [16][hdp] or (f16 form, hd == hdp a multiple
   // of 64) straight from the f16 rows. nullptr where not built (no AVX512_BF16).
-  void (*attend_block_bf16_group)(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
+  void (*attend_block_bf16_group)(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
                                   int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
-  void (*attend_block_bf16_f16_group)(const uint16_t* kb, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+  // The bf16-cache variant (header) for one query vector qb [hdp32]: krows and vrows the block's
+  // bf16 rows of hd values (the first `valid` are read). Always built (the scalar reference).
+  void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+                              int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
+  // The same for n_q query vectors qb [n_q][hd] that see the same `valid` positions, each K and V
+  // vector loaded once for all of them; hd a multiple of 32, at most 256. nullptr where not built.
+  void (*attend_block_bf16kv_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                    const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st) = nullptr;
+  void (*attend_block_bf16_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                                       int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 };
 

@@ -347,9 +347,11 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
                                     want.st[static_cast<size_t>(i)]);
             }
             if (simd == nullptr) continue;
-            simd->attend_block_bf16_group(kb.data(), vf.data(), b.valid, qb.data(), n_q, hd, hdp32, scale, got.st.data());
+            const uint16_t* kr[16];
+            for (int p = 0; p < 16; ++p) kr[p] = kb.data() + p * hdp32;
+            simd->attend_block_bf16_group(kr, vf.data(), b.valid, qb.data(), n_q, hd, hdp32, scale, got.st.data());
             if (hd % 64 == 0) {
-              simd->attend_block_bf16_f16_group(kb.data(), b.v, b.valid, qb.data(), n_q, hd, hdp32, scale, got16.st.data());
+              simd->attend_block_bf16_f16_group(kr, b.v, b.valid, qb.data(), n_q, hd, hdp32, scale, got16.st.data());
             }
           }
           if (simd == nullptr) continue;
@@ -357,6 +359,81 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
                                    std::to_string(n_q) + " queries, cut " + std::to_string(cut);
           expect_same_states(got, want, hd, "f32 V, " + what);
           if (hd % 64 == 0) expect_same_states(got16, want, hd, "f16 V, " + what);
+        }
+      }
+    }
+  }
+}
+
+
+// A bf16 cache (K and V rows of bf16): the reference is attention of the rounded values (against
+// double, over whole sequences), and every ISA's grouped kernel gives its bits, with full and
+// partial blocks and rows past `valid` holding data.
+TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  uint32_t seed = 500;
+  for (int64_t hd : {128, 64, 96, 80}) {  // the grouped kernel needs a multiple of 32
+    const int64_t hdp32 = (hd + 31) / 32 * 32;
+    for (int n : {1, 2, 7, 16, 33, 300}) {
+      for (int n_q : {1, 5, 6, 7, 13}) {
+        for (int cut : {0, 3}) {
+          std::mt19937 rng(seed++);
+          std::normal_distribution<float> g(0.0f, 1.0f);
+          std::vector<std::vector<uint16_t>> k(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
+          std::vector<std::vector<uint16_t>> v = k;
+          for (auto& row : k) for (auto& e : row) e = fp32_to_bf16(3.0f * g(rng));
+          for (auto& row : v) for (auto& e : row) e = fp32_to_bf16(g(rng));
+          std::vector<float> q(static_cast<size_t>(n_q * hd));
+          for (float& e : q) e = g(rng);
+          std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
+          for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          GroupStates want(n_q, hd), got(n_q, hd);
+          int last_valid = 0;
+          for (int b0 = 0; b0 < n; b0 += 16) {
+            const int nb = std::min(16, n - b0);
+            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+            last_valid = b0 + valid;
+            const uint16_t* kr[16];
+            const uint16_t* vr[16];
+            for (int p = 0; p < nb; ++p) {
+              kr[p] = k[static_cast<size_t>(b0 + p)].data();
+              vr[p] = v[static_cast<size_t>(b0 + p)].data();
+            }
+            for (int i = 0; i < n_q; ++i) {
+              ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale, want.st[static_cast<size_t>(i)]);
+            }
+            for (const BlockAttentionKernels* kern : all_kernels()) {
+              if (kern->attend_block_bf16kv_group != nullptr && hd % 32 == 0) {
+                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data());
+              }
+            }
+          }
+          // Against double over the rounded values: each weight is rounded to bf16 (2^-9 relative),
+          // so the output moves by up to ~2^-9 of the V values it averages (|V| < 5 here).
+          for (int i = 0; i < n_q; ++i) {
+            std::vector<double> s(static_cast<size_t>(last_valid));
+            double mx = -INFINITY, sum = 0;
+            for (int p = 0; p < last_valid; ++p) {
+              double d = 0;
+              for (int64_t j = 0; j < hd; ++j) {
+                d += double(bf16_to_fp32(qb[static_cast<size_t>(i * hdp32 + j)])) * bf16_to_fp32(k[static_cast<size_t>(p)][static_cast<size_t>(j)]);
+              }
+              mx = std::max(mx, s[static_cast<size_t>(p)] = d * scale);
+            }
+            for (double& e : s) sum += (e = std::exp(e - mx));
+            const SoftmaxState& st = want.st[static_cast<size_t>(i)];
+            for (int64_t j = 0; j < hd; ++j) {
+              double o = 0;
+              for (int p = 0; p < last_valid; ++p) o += s[static_cast<size_t>(p)] * bf16_to_fp32(v[static_cast<size_t>(p)][static_cast<size_t>(j)]);
+              ASSERT_NEAR(st.acc[j] / st.l, o / sum, 1e-2) << "hd " << hd << " n " << n << " query " << i << " column " << j;
+            }
+          }
+          bool grouped = false;
+          for (const BlockAttentionKernels* kern : all_kernels()) grouped |= kern->attend_block_bf16kv_group != nullptr;
+          if (!grouped || hd % 32 != 0) continue;
+          expect_same_states(got, want, hd, "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
+                                                std::to_string(n_q) + " queries, cut " + std::to_string(cut));
         }
       }
     }

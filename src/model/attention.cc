@@ -217,19 +217,52 @@ struct BlockOrder {
   void attend_block_bf16(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                          const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
     convert_bf16(in.cache.k_type(), krows, nb, buf.kb);
+    const uint16_t* kr[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) kr[p] = buf.kb + p * hdp32;
     const bool v_rows = kern.attend_block_bf16_f16_group != nullptr && reads_f16_v_rows(nq);
     if (!v_rows) convert(in.cache.v_type(), vrows, nb, buf.vf);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
       if (v_rows) {
-        kern.attend_block_bf16_f16_group(buf.kb, reinterpret_cast<const uint16_t* const*>(vrows), valid, qb, n, hdp,
+        kern.attend_block_bf16_f16_group(kr, reinterpret_cast<const uint16_t* const*>(vrows), valid, qb, n, hdp,
                                          hdp32, scale, s);
       } else if (kern.attend_block_bf16_group != nullptr) {
-        kern.attend_block_bf16_group(buf.kb, buf.vf, valid, qb, n, hdp, hdp32, scale, s);
+        kern.attend_block_bf16_group(kr, buf.vf, valid, qb, n, hdp, hdp32, scale, s);
       } else {
         for (int i = 0; i < n; ++i) kern.attend_block_bf16(buf.kb, buf.vf, qb + i * hdp32, valid, hdp, hdp32, scale, s[i]);
       }
     });
+  }
+
+  // One block of a bf16 cache for the tile's query vectors: the K and V rows read as they are (no
+  // conversion), a row's query vectors together through the grouped kernel where there is one.
+  void attend_block_bf16kv(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
+                           const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
+    const auto* kr = reinterpret_cast<const uint16_t* const*>(krows);
+    const auto* vr = reinterpret_cast<const uint16_t* const*>(vrows);
+    const bool grouped = kern.attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
+    for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+      const uint16_t* qb = buf.qb + q0 * hdp32;
+      if (grouped) {
+        kern.attend_block_bf16kv_group(kr, vr, valid, qb, n, hd, scale, s);
+        return;
+      }
+      for (int i = 0; i < n; ++i) kern.attend_block_bf16kv(kr, vr, valid, qb + i * hdp32, hd, hdp32, scale, s[i]);
+    });
+  }
+
+  // Asks for the K and V rows of the positions [b0, min(b0 + 16, end)) (the next block) to be
+  // brought into the L2 cache while the current block computes, so its first loads do not wait on
+  // memory. Measured (decode at depth 16384, 2 threads, attention alone): 20% less time with a bf16
+  // cache (whose kernel has no conversion pass to stream the rows), 9-19% with f16 and Q8_0.
+  void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end) const {
+    const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
+    for (int64_t pos = b0; pos < std::min(end, b0 + kAttnBlock); ++pos) {
+      const uint8_t* k = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
+      const uint8_t* v = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
+      for (int64_t o = 0; o < k_bytes; o += 64) __builtin_prefetch(k + o, 0, 2);
+      for (int64_t o = 0; o < v_bytes; o += 64) __builtin_prefetch(v + o, 0, 2);
+    }
   }
 
   // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
@@ -250,7 +283,10 @@ struct BlockOrder {
         krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
         vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
       }
-      if (hdp32 > 0) {
+      prefetch_block(kvh, table, b0 + kAttnBlock, end);
+      if (in.cache.k_type() == KvType::kBF16) {
+        attend_block_bf16kv(rb, nq, b0, nb, krows, vrows, buf, st);
+      } else if (hdp32 > 0) {
         attend_block_bf16(rb, nq, b0, nb, krows, vrows, buf, st);
       } else {
         attend_block_f32(rb, nq, b0, nb, krows, vrows, buf, st);
@@ -286,7 +322,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
                          in.cache.block_size(),
                          1.0f / std::sqrt(static_cast<float>(c.head_dim)),
                          block_attention_kernels(),
-                         in.bf16_scores ? (c.head_dim + 31) / 32 * 32 : 0};
+                         in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0};
   const int64_t hdp = order.hdp, hdp32 = order.hdp32;
   const int64_t max_q = kFlashRows * group;
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates

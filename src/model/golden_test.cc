@@ -183,6 +183,23 @@ INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16ScoresTest,
                          testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
                                          "Q5_K_M", "Q6_K"));
 
+// A bf16 KV cache (the default where bf16 scores are: Qwen2Model::default_kv_type) rounds K and V
+// to bf16 once and sums V by vdpbf16ps with each weight in two bf16 parts (block_attention.h): on
+// the quantized files it meets the exact rule. On F32 / F16 / BF16 weights (not its default) it is
+// lossy like Q8_0 and held to the quantized threshold.
+class GoldenBf16CacheTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenBf16CacheTest, Bf16CacheMeetsTheExactRule) {
+  check_exact_rule(GetParam(), true, KvType::kBF16, 0, Scores::kBf16);
+}
+INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16CacheTest,
+                         testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
+                                         "Q5_K_M", "Q6_K"));
+class GoldenBf16CacheUnquantizedTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenBf16CacheUnquantizedTest, Bf16CacheWithinTheQuantizedThreshold) {
+  check_exact_rule(GetParam(), true, KvType::kBF16, 0.02, Scores::kBf16);
+}
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenBf16CacheUnquantizedTest, testing::Values("F32", "F16", "BF16"));
+
 INSTANTIATE_TEST_SUITE_P(Quantized, GoldenQ8CacheTest,
                          testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
                                          "Q5_K_M", "Q6_K"));

@@ -17,16 +17,19 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-const char* kv_type_name(KvType t) { return t == KvType::kQ8_0 ? "q8_0" : "f16"; }
+const char* kv_type_name(KvType t) { return t == KvType::kQ8_0 ? "q8_0" : t == KvType::kBF16 ? "bf16" : "f16"; }
 
 Expected<KvType> parse_kv_type(std::string_view name) {
   if (name == "f16") return KvType::kF16;
   if (name == "q8_0") return KvType::kQ8_0;
-  return Status::errorf("KV cache type '{}': expected f16 or q8_0", name);
+  if (name == "bf16") return KvType::kBF16;
+  return Status::errorf("KV cache type '{}': expected f16, bf16 or q8_0", name);
 }
 
 namespace {
-GgmlType ggml_type_of(KvType t) { return t == KvType::kQ8_0 ? GgmlType::Q8_0 : GgmlType::F16; }
+GgmlType ggml_type_of(KvType t) {
+  return t == KvType::kQ8_0 ? GgmlType::Q8_0 : t == KvType::kBF16 ? GgmlType::BF16 : GgmlType::F16;
+}
 }  // namespace
 
 int64_t kv_row_bytes(KvType t, int64_t head_dim) { return ggml_row_bytes(ggml_type_of(t), head_dim); }

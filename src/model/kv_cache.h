@@ -1,7 +1,8 @@
 // KvCache: the storage of keys and values, in fixed-size blocks of positions, for every layer.
 // It knows nothing of sequences: the runtime decides which blocks a sequence owns and passes
 // their ids in each Batch (block table), so blocks can be shared between sequences with a common
-// prefix. Each of K and V is stored as f16 (the default, like llama.cpp's cache) or Q8_0
+// prefix. Each of K and V is stored as f16 (like llama.cpp's cache), bf16 (K and V together: what
+// the bf16 attention kernels read without conversion; the default where they run natively) or Q8_0
 // (`--cache-type-k/-v q8_0`: 34 bytes per 32 values, llama.cpp's quantizer, 53% of f16's bytes).
 //
 // Layout: [n_layer][n_head_kv][n_blocks][block_size] rows of head_dim values for K and for V, so
@@ -22,9 +23,11 @@
 
 namespace ponder {
 
-enum class KvType : uint8_t { kF16, kQ8_0 };
+// bf16 (K and V together, the block order only): the layout of f16, rows of bf16 values that the
+// bf16 kernels read with no conversion (kernels/block_attention.h).
+enum class KvType : uint8_t { kF16, kQ8_0, kBF16 };
 
-const char* kv_type_name(KvType t);  // "f16", "q8_0"
+const char* kv_type_name(KvType t);  // "f16", "q8_0", "bf16"
 Expected<KvType> parse_kv_type(std::string_view name);
 // Bytes of one row of head_dim values (Q8_0 needs head_dim % 32 == 0).
 int64_t kv_row_bytes(KvType t, int64_t head_dim);

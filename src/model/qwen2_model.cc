@@ -50,7 +50,7 @@ bool Qwen2Model::x16_default() {
 }
 
 KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {
-  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size, kv_k_, kv_v_);
+  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size, kv_type_k(), kv_type_v());
 }
 
 Status Qwen2Model::set_kv_types(KvType k, KvType v) {
@@ -59,9 +59,19 @@ Status Qwen2Model::set_kv_types(KvType k, KvType v) {
       return Status::errorf("a Q8_0 KV cache needs a head size that is a multiple of 32 (this model's: {})", config_.head_dim);
     }
   }
+  if ((k == KvType::kBF16) != (v == KvType::kBF16)) {
+    return Status::error("a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
+  }
   kv_k_ = k;
   kv_v_ = v;
+  kv_default_ = false;
   return Status::ok();
+}
+
+KvType Qwen2Model::default_kv_type() const {
+  const bool native = block_attention_kernels().attend_block_bf16kv_group != nullptr && config_.head_dim % 32 == 0 &&
+                      config_.head_dim <= 256;
+  return flash_attn_ && bf16_scores_ && native ? KvType::kBF16 : KvType::kF16;
 }
 
 bool Qwen2Model::bf16_scores_default() const {
@@ -71,13 +81,21 @@ bool Qwen2Model::bf16_scores_default() const {
 }
 
 std::string Qwen2Model::numerics() const {
-  return fmt::format("{} {}/{}", !flash_attn_ ? "ggml" : bf16_scores_in_use() ? "block-bf16qk" : "block",
-                     kv_type_name(kv_k_), kv_type_name(kv_v_));
+  return fmt::format("{} {}/{}",
+                     !flash_attn_                       ? "ggml"
+                     : kv_type_k() == KvType::kBF16     ? "block-bf16kv"
+                     : bf16_scores_in_use()             ? "block-bf16qk"
+                                                        : "block",
+                     kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
 
 Status Qwen2Model::validate(const Batch& batch, const KvCache& cache) const {
   if (!flash_attn_ && (cache.k_type() != KvType::kF16 || cache.v_type() != KvType::kF16)) {
-    return Status::error("a Q8_0 KV cache needs the block order of attention (--flash-attn 1)");
+    return Status::errorf("a {}/{} KV cache needs the block order of attention (--flash-attn 1)",
+                          kv_type_name(cache.k_type()), kv_type_name(cache.v_type()));
+  }
+  if ((cache.k_type() == KvType::kBF16) != (cache.v_type() == KvType::kBF16)) {
+    return Status::error("a bf16 KV cache takes K and V together");
   }
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& r = batch.rows[i];

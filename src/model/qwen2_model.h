@@ -55,17 +55,22 @@ class Qwen2Model {
   // set). Used with an f16 K cache only: with Q8_0 K the two roundings together break the rule.
   void set_bf16_scores(bool on) { bf16_scores_ = on; }
   bool bf16_scores() const { return bf16_scores_; }
-  // Whether a cache of K type k gets them (set, and an f16 K cache).
-  bool bf16_scores_for(KvType k) const { return bf16_scores_ && k == KvType::kF16; }
+  // Whether a cache of K type k gets them (set with an f16 K cache; always with a bf16 one).
+  bool bf16_scores_for(KvType k) const { return k == KvType::kBF16 || (bf16_scores_ && k == KvType::kF16); }
   // Whether attention runs them with this model's settings.
-  bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_k_); }
+  bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_type_k()); }
   // That default for these weights on this CPU.
   bool bf16_scores_default() const;
-  // The types of the caches make_cache makes (f16 by default). Q8_0 needs the block order and a
-  // head_dim that is a multiple of 32: checked here, so a bad flag fails before any work.
+  // The types of the caches make_cache makes. By default (use_default_kv_types) bf16 K and V where
+  // the block order runs bf16 scores with the native bf16-cache kernel (the bf16 variant without a
+  // conversion per block: kernels/block_attention.h), else f16. Q8_0 needs the block order and a
+  // head_dim that is a multiple of 32, bf16 the block order and both K and V: checked here, so a bad
+  // flag fails before any work.
   Status set_kv_types(KvType k, KvType v);
-  KvType kv_type_k() const { return kv_k_; }
-  KvType kv_type_v() const { return kv_v_; }
+  void use_default_kv_types() { kv_default_ = true; }
+  KvType kv_type_k() const { return kv_default_ ? default_kv_type() : kv_k_; }
+  KvType kv_type_v() const { return kv_default_ ? default_kv_type() : kv_v_; }
+  KvType default_kv_type() const;
   // How this model computes its logits beyond the file: the attention order and the KV types
   // ("block f16/f16"); part of the response cache's keys.
   std::string numerics() const;
@@ -97,7 +102,8 @@ class Qwen2Model {
   std::thread x16_writer_;  // writes the x16 cache file after a cold start
   bool flash_attn_ = true;  // attention_flash, else attention_ggml_order
   bool bf16_scores_ = false;  // set at load: bf16_scores_default()
-  KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;
+  KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;  // when not kv_default_
+  bool kv_default_ = true;
 
   // Activations, grown to the largest batch seen; no allocation in steady state.
   int64_t capacity_ = 0;

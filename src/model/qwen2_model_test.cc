@@ -43,14 +43,27 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
 
 // The block order's bf16 scores: the default for quantized weights where the CPU runs them natively,
 // never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache (numerics() names what runs).
-TEST(Qwen2ModelTest, Bf16ScoresAreTheDefaultForQuantizedWeightsWhereNative) {
+// ... and with them a bf16 KV cache (the tiny models' head size, 64, suits its kernel), which an
+// explicit f16 cache, f32 scores or llama.cpp's order turn back to f16.
+TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNative) {
   const bool native = block_attention_kernels().attend_block_bf16_group != nullptr;
+  ASSERT_EQ(native, block_attention_kernels().attend_block_bf16kv_group != nullptr);
   for (const char* type : {"Q4_K_M", "Q8_0", "Q2_K"}) {
     Loaded l = load(type);
     EXPECT_EQ(l.model->bf16_scores(), native) << type;
+    EXPECT_EQ(l.model->numerics(), native ? "block-bf16kv bf16/bf16" : "block f16/f16") << type;
+    EXPECT_EQ(l.model->make_cache(1, 16).k_type(), native ? KvType::kBF16 : KvType::kF16) << type;
+    ASSERT_TRUE(l.model->set_kv_types(KvType::kF16, KvType::kF16).is_ok());
     EXPECT_EQ(l.model->numerics(), native ? "block-bf16qk f16/f16" : "block f16/f16") << type;
     ASSERT_TRUE(l.model->set_kv_types(KvType::kQ8_0, KvType::kQ8_0).is_ok());
     EXPECT_EQ(l.model->numerics(), "block q8_0/q8_0") << type;
+    EXPECT_FALSE(l.model->set_kv_types(KvType::kBF16, KvType::kF16).is_ok()) << type;
+    l.model->use_default_kv_types();
+    l.model->set_bf16_scores(false);
+    EXPECT_EQ(l.model->numerics(), "block f16/f16") << type;
+    l.model->set_bf16_scores(native);
+    l.model->set_flash_attention(false);
+    EXPECT_EQ(l.model->numerics(), "ggml f16/f16") << type;
   }
   for (const char* type : {"F32", "F16", "BF16"}) {
     Loaded l = load(type);

@@ -209,6 +209,71 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
 }
 
+// The V sums in f32 (the header's order): add_values_group over chunks of 64 columns, then of 16.
+template <class Rows>
+struct F32Values {
+  Rows rows;
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp, SoftmaxState* st) const {
+    int64_t c0 = 0;
+    for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(rows, ev, corr, valid, c0, st);
+    for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(rows, ev, corr, valid, c0, st);
+  }
+};
+
+// The V sums of a bf16 cache (block_attention.h): for each pair of positions (2k, 2k + 1) below
+// valid, V's two rows interleaved (lane i: V[2k][i] low, V[2k + 1][i] high) meet each query's pair
+// of bf16 weights: one vdpbf16ps per 16 columns and pair, each interleaved V vector shared by the
+// H queries. Columns in chunks of 64, then 32 (hd a multiple of 32); rows past valid are zero rows.
+struct Bf16PairValues {
+  const uint16_t* const* vrows;
+  int64_t hd;
+
+  template <int H, int C>
+  void add_chunk(const uint32_t (*hi)[kAttnBlock / 2], const float* corr,
+                 int n_pairs, int64_t c0, SoftmaxState* st) const {
+    // Lanes 0-15 of the interleave take elements 0-15 of the two rows alternately, lanes 16-31 elements 16-31.
+    const __m512i take_lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                             6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i take_hi = _mm512_add_epi16(take_lo, _mm512_set1_epi16(16));
+    __m512 a[H][C];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < C; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
+      if (corr[h] != 1.0f) {
+        const __m512 cv = _mm512_set1_ps(corr[h]);
+        for (int c = 0; c < C; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
+      }
+    }
+    for (int k = 0; k < n_pairs; ++k) {
+      __m512bh vv[C];
+      for (int c = 0; c < C; c += 2) {
+        const __m512i r0 = _mm512_loadu_si512(vrows[2 * k] + c0 + 16 * c);
+        const __m512i r1 = _mm512_loadu_si512(vrows[2 * k + 1] + c0 + 16 * c);
+        vv[c] = (__m512bh)_mm512_permutex2var_epi16(r0, take_lo, r1);
+        vv[c + 1] = (__m512bh)_mm512_permutex2var_epi16(r0, take_hi, r1);
+      }
+      for (int h = 0; h < H; ++h) {
+        const __m512bh wh = (__m512bh)_mm512_set1_epi32(static_cast<int>(hi[h][k]));
+        for (int c = 0; c < C; ++c) a[h][c] = _mm512_dpbf16_ps(a[h][c], vv[c], wh);
+      }
+    }
+    for (int h = 0; h < H; ++h)
+      for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+  }
+
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp, SoftmaxState* st) const {
+    alignas(64) uint32_t hi[H][kAttnBlock / 2];
+    for (int h = 0; h < H; ++h) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(hi[h]), (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(ev[h])));
+    }
+    const int n_pairs = (valid + 1) / 2;
+    int64_t c0 = 0;
+    for (; c0 + 64 <= hd; c0 += 64) add_chunk<H, 4>(hi, corr, n_pairs, c0, st);
+    for (; c0 < hd; c0 += 32) add_chunk<H, 2>(hi, corr, n_pairs, c0, st);
+  }
+};
+
 // The f32 scores: group g's chains over hdp, 16 elements per step.
 template <int H, class Rows>
 struct F32Scores {
@@ -227,17 +292,17 @@ struct F32Scores {
   }
 };
 
-// The bf16 scores (block_attention.h): kb [16][hdp32] and qb [H][hdp32] bf16, one vdpbf16ps per 32
-// elements.
+// The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [hdp32] and qb [H][hdp32],
+// one vdpbf16ps per 32 elements.
 template <int H>
 struct Bf16Scores {
-  const uint16_t* kb;
+  const uint16_t* const* krows;
   const uint16_t* qb;
   int64_t hdp32;
   void group(int g, __m512 (&a)[4][H]) const {
     for (int64_t d = 0; d < hdp32; d += 32) {
       __m512bh kv[4];
-      for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(kb + (g + 4 * j) * hdp32 + d);
+      for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(krows[g + 4 * j] + d);
       for (int h = 0; h < H; ++h) {
         const __m512bh qv = (__m512bh)_mm512_loadu_si512(qb + h * hdp32 + d);
         for (int j = 0; j < 4; ++j) a[j][h] = _mm512_dpbf16_ps(a[j][h], kv[j], qv);
@@ -251,8 +316,8 @@ struct Bf16Scores {
 // H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
 // Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
 // vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
-template <int H, class Scores, class Rows>
-void attend_heads_with(const Scores& scores, const Rows& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
+template <int H, class Scores, class Values>
+void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
   __m512 grp[4][H];
   for (int g = 0; g < 4; ++g) {
     __m512 a[4][H];
@@ -267,9 +332,7 @@ void attend_heads_with(const Scores& scores, const Rows& v, int valid, int64_t h
     const __m512 s = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
     corr[h] = softmax_step(s, valid, scale, st[h], ev[h]);
   }
-  int64_t c0 = 0;
-  for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(v, ev, corr, valid, c0, st);
-  for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(v, ev, corr, valid, c0, st);
+  v.template add<H>(ev, corr, valid, hdp, st);
 }
 
 // run(H, first query) over n_q queries, six at a time, H a compile-time constant.
@@ -292,16 +355,16 @@ template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
                   SoftmaxState* st) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp}, v, valid, hdp, scale, st + h0);
+    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp}, F32Values<Rows>{v}, valid, hdp, scale, st + h0);
   });
 }
 
 // The same with bf16 scores.
 template <class Rows>
-void attend_group_bf16(const uint16_t* kb, const Rows& v, int valid, const uint16_t* qb, int n_q, int64_t hdp,
+void attend_group_bf16(const uint16_t* const* krows, const Rows& v, int valid, const uint16_t* qb, int n_q, int64_t hdp,
                        int64_t hdp32, float scale, SoftmaxState* st) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(Bf16Scores<h()>{kb, qb + h0 * hdp32, hdp32}, v, valid, hdp, scale, st + h0);
+    attend_heads_with<h()>(Bf16Scores<h()>{krows, qb + h0 * hdp32, hdp32}, F32Values<Rows>{v}, valid, hdp, scale, st + h0);
   });
 }
 
@@ -359,15 +422,29 @@ void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64
   }
 }
 
-void attend_block_bf16_group_avx512bf16(const uint16_t* kb, const float* v, int valid, const uint16_t* qb, int n_q,
-                                        int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
-  attend_group_bf16(kb, F32Block{v, hdp}, valid, qb, n_q, hdp, hdp32, scale, st);
+void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb,
+                                        int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
+  attend_group_bf16(krows, F32Block{v, hdp}, valid, qb, n_q, hdp, hdp32, scale, st);
 }
 
-void attend_block_bf16_f16_group_avx512bf16(const uint16_t* kb, const uint16_t* const* vrows, int valid,
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                             const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
                                             SoftmaxState* st) {
-  attend_group_bf16(kb, F16Rows{vrows}, valid, qb, n_q, hdp, hdp32, scale, st);
+  attend_group_bf16(krows, F16Rows{vrows}, valid, qb, n_q, hdp, hdp32, scale, st);
+}
+
+void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st) {
+  alignas(64) static const uint16_t kZeros[256] = {};
+  const uint16_t* kr[kAttnBlock];
+  const uint16_t* vr[kAttnBlock];
+  for (int p = 0; p < kAttnBlock; ++p) {
+    kr[p] = p < valid ? krows[p] : kZeros;
+    vr[p] = p < valid ? vrows[p] : kZeros;
+  }
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd}, Bf16PairValues{vr, hd}, valid, hd, scale, st + h0);
+  });
 }
 
 }  // namespace ponder
