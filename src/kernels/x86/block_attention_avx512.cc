@@ -184,12 +184,9 @@ struct F32Block {
   __m512 load(int p, int64_t d) const { return _mm512_loadu_ps(base + p * hdp + d); }
 };
 
-// acc[h] (C vectors from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
-// p < valid: add_values for H queries at once, each V vector loaded once for all of them.
-template <int H, int C, class Rows>
-inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr, int valid,
-                             int64_t c0, SoftmaxState* st) {
-  __m512 a[H][C];
+// a[h] = the C accumulator vectors of query h from column c0, times corr[h] where it is not 1.
+template <int H, int C>
+inline void load_scaled(const SoftmaxState* st, const float* corr, int64_t c0, __m512 (&a)[H][C]) {
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < C; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
     if (corr[h] != 1.0f) {
@@ -197,6 +194,20 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
       for (int c = 0; c < C; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
     }
   }
+}
+template <int H, int C>
+inline void store_acc(const __m512 (&a)[H][C], int64_t c0, SoftmaxState* st) {
+  for (int h = 0; h < H; ++h)
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+}
+
+// acc[h] (C vectors from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
+// p < valid: add_values for H queries at once, each V vector loaded once for all of them.
+template <int H, int C, class Rows>
+inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr, int valid,
+                             int64_t c0, SoftmaxState* st) {
+  __m512 a[H][C];
+  load_scaled<H, C>(st, corr, c0, a);
   for (int p = 0; p < valid; ++p) {
     __m512 vv[C];
     for (int c = 0; c < C; ++c) vv[c] = v.load(p, c0 + 16 * c);
@@ -205,8 +216,7 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
       for (int c = 0; c < C; ++c) a[h][c] = _mm512_fmadd_ps(w, vv[c], a[h][c]);
     }
   }
-  for (int h = 0; h < H; ++h)
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+  store_acc<H, C>(a, c0, st);
 }
 
 // The V sums in f32 (the header's order): add_values_group over chunks of 64 columns, then of 16.
@@ -237,13 +247,7 @@ struct Bf16PairValues {
                                              6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i take_hi = _mm512_add_epi16(take_lo, _mm512_set1_epi16(16));
     __m512 a[H][C];
-    for (int h = 0; h < H; ++h) {
-      for (int c = 0; c < C; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
-      if (corr[h] != 1.0f) {
-        const __m512 cv = _mm512_set1_ps(corr[h]);
-        for (int c = 0; c < C; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
-      }
-    }
+    load_scaled<H, C>(st, corr, c0, a);
     for (int k = 0; k < n_pairs; ++k) {
       __m512bh vv[C];
       for (int c = 0; c < C; c += 2) {
@@ -257,8 +261,7 @@ struct Bf16PairValues {
         for (int c = 0; c < C; ++c) a[h][c] = _mm512_dpbf16_ps(a[h][c], vv[c], wh);
       }
     }
-    for (int h = 0; h < H; ++h)
-      for (int c = 0; c < C; ++c) _mm512_storeu_ps(st[h].acc + c0 + 16 * c, a[h][c]);
+    store_acc<H, C>(a, c0, st);
   }
 
   template <int H>
