@@ -103,6 +103,11 @@ struct BlockAttentionKernels {
                                       int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 };
 
+// Whether kern's grouped bf16-cache kernel is built and takes this head size.
+inline bool bf16kv_group_takes(const BlockAttentionKernels& kern, int64_t hd) {
+  return kern.attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
+}
+
 // bf16 of the header for n values, zeros for [n, n_pad).
 void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out);
 

@@ -240,7 +240,7 @@ struct BlockOrder {
                            const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
     const auto* kr = reinterpret_cast<const uint16_t* const*>(krows);
     const auto* vr = reinterpret_cast<const uint16_t* const*>(vrows);
-    const bool grouped = kern.attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
+    const bool grouped = bf16kv_group_takes(kern, hd);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
       if (grouped) {

@@ -69,8 +69,7 @@ Status Qwen2Model::set_kv_types(KvType k, KvType v) {
 }
 
 KvType Qwen2Model::default_kv_type() const {
-  const bool native = block_attention_kernels().attend_block_bf16kv_group != nullptr && config_.head_dim % 32 == 0 &&
-                      config_.head_dim <= 256;
+  const bool native = bf16kv_group_takes(block_attention_kernels(), config_.head_dim);
   return flash_attn_ && bf16_scores_ && native ? KvType::kBF16 : KvType::kF16;
 }
 
