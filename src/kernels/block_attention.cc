@@ -35,7 +35,8 @@ void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const 
                                             const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
                                             SoftmaxState* st);
 void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st);
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
+                                          const BlockRows* next);
 #endif
 
 float exp_nonpositive(float x) {

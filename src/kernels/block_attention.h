@@ -50,6 +50,12 @@ struct SoftmaxState {
   float* acc;  // [hdp] sum of exp(s - m) * V
 };
 
+// The K and V rows of one block of 16 positions.
+struct BlockRows {
+  const uint16_t* k[16];
+  const uint16_t* v[16];
+};
+
 struct BlockAttentionKernels {
   // out[p * hdp + i] = f32(rows[p][i]) for p < n, i < hd; zeros for i in [hd, hdp) and for the
   // rows p in [n, 16). hdp is hd rounded up to 16.
@@ -96,9 +102,12 @@ struct BlockAttentionKernels {
   void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                               int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
   // The same for n_q query vectors qb [n_q][hd] that see the same `valid` positions, each K and V
-  // vector loaded once for all of them; hd a multiple of 32, at most 256. nullptr where not built.
+  // vector loaded once for all of them; hd a multiple of 32, at most 256. next, when not null, is
+  // the following block (16 full K and V rows): its lines are prefetched a few at a time while this
+  // block computes (a hint, the bits never depend on it). nullptr where not built.
   void (*attend_block_bf16kv_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                    const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st) = nullptr;
+                                    const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
+                                    const BlockRows* next) = nullptr;
   void (*attend_block_bf16_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                                       int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 };

@@ -403,9 +403,16 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             for (int i = 0; i < n_q; ++i) {
               ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale, want.st[static_cast<size_t>(i)]);
             }
+            // The next block's rows where it is full: prefetched, which must not change a bit.
+            ponder::BlockRows next;
+            const bool full = b0 + 32 <= n;
+            for (int p = 0; full && p < 16; ++p) {
+              next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
+              next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
+            }
             for (const BlockAttentionKernels* kern : all_kernels()) {
               if (kern->attend_block_bf16kv_group != nullptr && hd % 32 == 0) {
-                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data());
+                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data(), full ? &next : nullptr);
               }
             }
           }

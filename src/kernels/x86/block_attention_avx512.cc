@@ -238,6 +238,7 @@ struct F32Values {
 struct Bf16PairValues {
   const uint16_t* const* vrows;
   int64_t hd;
+  const BlockRows* next;  // prefetched alongside: the same columns of the next block's rows 2k, 2k + 1
 
   template <int H, int C>
   void add_chunk(const uint32_t (*hi)[kAttnBlock / 2], const float* corr,
@@ -249,6 +250,18 @@ struct Bf16PairValues {
     __m512 a[H][C];
     load_scaled<H, C>(st, corr, c0, a);
     for (int k = 0; k < n_pairs; ++k) {
+      if (next != nullptr) {
+        // Spread over the pairs (8 lines each), not one burst of the block's 128 lines before
+        // it: measured over a stream of blocks from memory, one thread, 1.07-1.12 us a block
+        // with the burst, 0.60-0.84 with the lines spread (0.48 in L2); decode at 16384
+        // (attention alone, 2 threads) 5% faster.
+        for (int r = 2 * k; r < 2 * k + 2; ++r) {
+          for (int c = 0; c < C; c += 2) {
+            _mm_prefetch(reinterpret_cast<const char*>(next->k[r] + c0 + 16 * c), _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(next->v[r] + c0 + 16 * c), _MM_HINT_T1);
+          }
+        }
+      }
       __m512bh vv[C];
       for (int c = 0; c < C; c += 2) {
         const __m512i r0 = _mm512_loadu_si512(vrows[2 * k] + c0 + 16 * c);
@@ -437,7 +450,8 @@ void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const 
 }
 
 void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st) {
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
+                                          const BlockRows* next) {
   alignas(64) static const uint16_t kZeros[256] = {};
   const uint16_t* kr[kAttnBlock];
   const uint16_t* vr[kAttnBlock];
@@ -446,7 +460,9 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const ui
     vr[p] = p < valid ? vrows[p] : kZeros;
   }
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd}, Bf16PairValues{vr, hd}, valid, hd, scale, st + h0);
+    const BlockRows* ahead = h0 == 0 && valid == kAttnBlock ? next : nullptr;  // once per block
+    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd}, Bf16PairValues{vr, hd, ahead}, valid, hd,
+                           scale, st + h0);
   });
 }
 
