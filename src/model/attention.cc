@@ -259,11 +259,26 @@ struct BlockOrder {
   // work: 5% faster than this burst.)
   void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end) const {
     const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
-    for (int64_t pos = b0; pos < std::min(end, b0 + kAttnBlock); ++pos) {
-      const uint8_t* k = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
-      const uint8_t* v = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
-      for (int64_t o = 0; o < k_bytes; o += 64) __builtin_prefetch(k + o, 0, 2);
-      for (int64_t o = 0; o < v_bytes; o += 64) __builtin_prefetch(v + o, 0, 2);
+    for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0)),
+             [&](int, const uint8_t* k, const uint8_t* v) {
+               for (int64_t o = 0; o < k_bytes; o += 64) __builtin_prefetch(k + o, 0, 2);
+               for (int64_t o = 0; o < v_bytes; o += 64) __builtin_prefetch(v + o, 0, 2);
+             });
+  }
+
+  // f(p, K row, V row) for the positions b0 + p, p < n: one division per cache block rather than
+  // per position, the slots of a (layer, block, head) being consecutive rows (kv_cache.h); the
+  // divisions per position were ~8% of decode at depth 16384 (perf).
+  template <class F>
+  void for_rows(std::span<const int32_t> table, int64_t kvh, int64_t b0, int n, const F& f) const {
+    const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
+    for (int p = 0; p < n;) {
+      const int64_t pos = b0 + p, slot = pos % bs;
+      const uint8_t* k = in.cache.k_row(in.layer, table[pos / bs], kvh, slot);
+      const uint8_t* v = in.cache.v_row(in.layer, table[pos / bs], kvh, slot);
+      const int run = static_cast<int>(std::min<int64_t>(n - p, bs - slot));
+      for (int i = 0; i < run; ++i) f(p + i, k + i * k_bytes, v + i * v_bytes);
+      p += run;
     }
   }
 
@@ -280,19 +295,19 @@ struct BlockOrder {
     const uint8_t* vrows[kAttnBlock];
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
-      for (int p = 0; p < nb; ++p) {
-        const int64_t pos = b0 + p;
-        krows[p] = in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs);
-        vrows[p] = in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs);
-      }
+      for_rows(table, kvh, b0, nb, [&](int p, const uint8_t* k, const uint8_t* v) {
+        krows[p] = k;
+        vrows[p] = v;
+      });
       if (in.cache.k_type() == KvType::kBF16 && bf16kv_group_takes(kern, hd)) {
         // The grouped kernel prefetches the next block itself, spread through its work.
         BlockRows next;
         const bool full = b0 + 2 * kAttnBlock <= end;
-        for (int p = 0; full && p < kAttnBlock; ++p) {
-          const int64_t pos = b0 + kAttnBlock + p;
-          next.k[p] = reinterpret_cast<const uint16_t*>(in.cache.k_row(in.layer, table[pos / bs], kvh, pos % bs));
-          next.v[p] = reinterpret_cast<const uint16_t*>(in.cache.v_row(in.layer, table[pos / bs], kvh, pos % bs));
+        if (full) {
+          for_rows(table, kvh, b0 + kAttnBlock, kAttnBlock, [&](int p, const uint8_t* k, const uint8_t* v) {
+            next.k[p] = reinterpret_cast<const uint16_t*>(k);
+            next.v[p] = reinterpret_cast<const uint16_t*>(v);
+          });
         }
         attend_block_bf16kv(rb, nq, b0, nb, krows, vrows, full ? &next : nullptr, buf, st);
         continue;
