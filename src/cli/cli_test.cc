@@ -88,6 +88,25 @@ TEST(CliTest, RunWithAQ8_0KvCache) {
   EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
 }
 
+// --paired: decode at depth alternating with decode at depth 0, one ratio per repetition.
+TEST(CliTest, BenchPairsDepthWithDepthZero) {
+  const std::string model = kShared + "/models/tiny-Q8_0.gguf";
+  Result r = run("bench -m " + model + " -p 0 -n 4 -d 0,64 -r 3 -t 1 --paired --no-bandwidth");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| tg4 @ d64 (paired) | 1 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg4 (paired with d64) | 1 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tg4 @ d64 (paired) t=1: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of depth 0, the median of 3 paired repetitions"), std::string::npos) << r.out;
+  Result j = run("bench -m " + model + " -p 0 -n 4 -d 64 -r 2 -t 1 --paired --no-bandwidth -o json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const size_t at = j.out.find("\"paired_ratios\": [");
+  ASSERT_NE(at, std::string::npos) << j.out;
+  double a = 0, b = 0;
+  ASSERT_EQ(std::sscanf(j.out.c_str() + at, "\"paired_ratios\": [ %lf , %lf ]", &a, &b), 2) << j.out.substr(at, 80);
+  EXPECT_GT(a, 0.0);
+  EXPECT_GT(b, 0.0);
+}
+
 TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {
   const std::string tiny = kShared + "/models/tiny-Q8_0.gguf";
   struct Case {

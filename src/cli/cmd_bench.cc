@@ -64,6 +64,7 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
 struct Row {
   std::string test;
   BenchResult r;
+  std::vector<double> paired_ratios;  // --paired, the row at depth: t/s over depth 0's, per repetition
 };
 
 // --sweep: one table of pp and tg at each depth, tg beside its share of depth 0 and the roofline.
@@ -98,7 +99,7 @@ int run_bench_cmd(int argc, char** argv) {
   KvTypeFlags kv_types;
   std::vector<int> threads;
   int reps = 5;
-  bool no_bandwidth = false, pin = false;
+  bool no_bandwidth = false, pin = false, paired = false;
   std::vector<int32_t> concurrent;
   int32_t sweep = 0, sweep_pp = 512, sweep_tg = 128;
   int32_t serve_prompt = 128, serve_gen = 64, late_prompt = 0, serve_ctx = 0, serve_batch = 512;
@@ -114,6 +115,9 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
   app.add_flag("--pin", pin, "pin threads to physical cores");
+  app.add_flag("--paired", paired,
+               "tg at each depth > 0 in alternation with tg at depth 0 (two contexts side by side): its share of "
+               "depth 0 is the median of the repetitions' ratios, which a machine whose speed drifts moves less");
   app.add_option("--sweep", sweep, "sweep mode (ik_llama.cpp's sweep-bench): pp and tg at growing depth up to this many positions");
   app.add_option("--sweep-pp", sweep_pp, "sweep mode: prompt tokens per step (the depth grows by this)")->capture_default_str();
   app.add_option("--sweep-tg", sweep_tg, "sweep mode: decode steps measured at each depth")->capture_default_str();
@@ -171,7 +175,7 @@ int run_bench_cmd(int argc, char** argv) {
             fail("bench", r.status().message());
             return false;
           }
-          rows.push_back({name, *r});
+          rows.push_back({name, *r, {}});
           if (output == "md") {
             fmt::print(stderr, "  {} t={}: {:.2f} t/s\n", name, t, r->mean_ts());
           }
@@ -181,6 +185,18 @@ int run_bench_cmd(int argc, char** argv) {
           if (p > 0 && !add(fmt::format("pp{}", p), p, 0, 1)) return 1;
         }
         for (int32_t g : n_gen) {
+          if (g > 0 && paired && d > 0) {
+            const std::string name = fmt::format("tg{} @ d{}", g, d) + (fa ? "" : " ggml") + kv_suffix;
+            auto r = run_bench_paired(*s.model, g, d, reps, pool);
+            if (!r.has_value()) return fail("bench", r.status().message());
+            rows.push_back({name + " (paired)", r->at_depth, r->ratios});
+            rows.push_back({fmt::format("tg{} (paired with d{})", g, d) + (fa ? "" : " ggml") + kv_suffix, r->at_zero, {}});
+            if (output == "md") {
+              fmt::print(stderr, "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n", name, t,
+                         r->at_depth.mean_ts(), 100 * r->median_ratio(), r->ratios.size());
+            }
+            continue;
+          }
           if (g > 0 && !add(fmt::format("tg{}", g), 0, g, 1)) return 1;
           for (int32_t b : batches) {
             if (g > 0 && b > 1 && !add(fmt::format("tg{} x{}", g, b), 0, g, b)) return 1;
@@ -233,7 +249,8 @@ int run_bench_cmd(int argc, char** argv) {
                      {"bytes_per_token", row.r.n_gen > 0 ? bytes_per_token : 0},
                      {"mem_bandwidth_gbs", bandwidth},
                      {"peak_rss_bytes", peak_rss},
-                     {"load_s", s.load_s}});
+                     {"load_s", s.load_s},
+                     {"paired_ratios", row.paired_ratios}});
     }
     fmt::print("{}\n", out.dump(2));
     return 0;
@@ -267,6 +284,15 @@ int run_bench_cmd(int argc, char** argv) {
   // At depth: each test beside the same test at depth 0, and decode beside what memory allows.
   for (const Row& row : rows) {
     if (row.r.n_depth == 0) continue;
+    if (!row.paired_ratios.empty()) {
+      PairedBench p;
+      p.ratios = row.paired_ratios;
+      const auto [lo, hi] = std::minmax_element(p.ratios.begin(), p.ratios.end());
+      fmt::print("{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%; the memory roofline: {:.0f}%)\n",
+                 row.test, row.r.n_threads, 100 * p.median_ratio(), p.ratios.size(), 100 * *lo, 100 * *hi,
+                 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
+      continue;
+    }
     for (const Row& base : rows) {
       if (base.r.n_depth != 0 || base.r.n_threads != row.r.n_threads || base.r.flash_attn != row.r.flash_attn ||
           base.r.n_prompt != row.r.n_prompt || base.r.n_gen != row.r.n_gen || base.r.n_seq != row.r.n_seq)

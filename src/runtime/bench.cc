@@ -25,6 +25,27 @@ double stddev(const std::vector<double>& v) {
 // Deterministic pseudo-random tokens: the work does not depend on their values.
 int32_t bench_token(int64_t i, int64_t n_vocab) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); }
 
+// The positions [0, n) of the sequence whose blocks are `table`, in chunks of n_batch.
+Status fill_context(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t n, int32_t n_batch,
+                    float* logits, ThreadPool& pool) {
+  const int64_t n_vocab = model.config().n_vocab;
+  for (int32_t b = 0; b < n; b += n_batch) {
+    Batch batch;
+    batch.block_tables.push_back(table);
+    const int32_t e = std::min(n, b + n_batch);
+    for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), i, 0, i + 1 == e});
+    PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits, pool));
+  }
+  return Status::ok();
+}
+
+// Blocks [first, first + n) as a block table.
+std::vector<int32_t> block_range(int64_t first, int64_t n) {
+  std::vector<int32_t> t;
+  for (int64_t b = 0; b < n; ++b) t.push_back(static_cast<int32_t>(first + b));
+  return t;
+}
+
 }  // namespace
 
 double BenchResult::mean_s() const { return mean(seconds); }
@@ -58,10 +79,8 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   const int64_t block = kKvBlockSize;  // the serving engine's block size
   const int64_t blocks_per_seq = (per_seq + block - 1) / block;
   KvCache cache = model.make_cache(blocks_per_seq * n_seq, block);
-  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n_seq));
-  for (int32_t s = 0; s < n_seq; ++s) {
-    for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));
-  }
+  std::vector<std::vector<int32_t>> tables;
+  for (int32_t s = 0; s < n_seq; ++s) tables.push_back(block_range(s * blocks_per_seq, blocks_per_seq));
   std::vector<float> logits(static_cast<size_t>(std::max<int32_t>(n_seq, 1) * n_vocab));
   BenchResult result;
   result.n_prompt = n_prompt;
@@ -74,13 +93,7 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
 
   // The context each test starts from: n_depth positions of every sequence, in prompt-sized chunks.
   for (int32_t s = 0; s < n_seq; ++s) {
-    for (int32_t b = 0; b < n_depth; b += n_batch) {
-      Batch batch;
-      batch.block_tables.push_back(tables[s]);
-      const int32_t e = std::min(n_depth, b + n_batch);
-      for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), i, 0, i + 1 == e});
-      PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
-    }
+    PONDER_RETURN_IF_ERROR(fill_context(model, cache, tables[s], n_depth, n_batch, logits.data(), pool));
   }
 
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up caches and page tables
@@ -107,6 +120,58 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
     if (rep >= 0) result.seconds.push_back(t.seconds());
   }
   return result;
+}
+
+double PairedBench::median_ratio() const {
+  if (ratios.empty()) return 0;
+  std::vector<double> r = ratios;
+  std::sort(r.begin(), r.end());
+  const size_t n = r.size();
+  return n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,
+                                       ThreadPool& pool, int32_t n_batch) {
+  if (n_gen < 1 || n_depth < 1) return Status::errorf("paired bench: tg{} at depth {}: nothing to pair", n_gen, n_depth);
+  const int64_t n_vocab = model.config().n_vocab;
+  const int64_t zero_blocks = (n_gen + kKvBlockSize - 1) / kKvBlockSize;
+  const int64_t depth_blocks = (n_depth + n_gen + kKvBlockSize - 1) / kKvBlockSize;
+  KvCache cache = model.make_cache(zero_blocks + depth_blocks, kKvBlockSize);
+  const std::vector<int32_t> zero_table = block_range(0, zero_blocks), depth_table = block_range(zero_blocks, depth_blocks);
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  PONDER_RETURN_IF_ERROR(fill_context(model, cache, depth_table, n_depth, n_batch, logits.data(), pool));
+  // n_gen decode steps of one sequence from position `start`: seconds.
+  auto decode = [&](const std::vector<int32_t>& table, int32_t start) -> Expected<double> {
+    Timer t;
+    for (int32_t i = 0; i < n_gen; ++i) {
+      Batch batch;
+      batch.block_tables.push_back(table);
+      batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, true});
+      PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
+    }
+    return t.seconds();
+  };
+  PairedBench out;
+  for (BenchResult* r : {&out.at_zero, &out.at_depth}) {
+    r->n_gen = n_gen;
+    r->n_threads = pool.size();
+    r->flash_attn = model.flash_attention();
+  }
+  out.at_depth.n_depth = n_depth;
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up both
+    double s0 = 0, sd = 0;
+    for (int k = 0; k < 2; ++k) {
+      const bool zero_now = (k == 0) == (rep % 2 == 0);
+      auto s = zero_now ? decode(zero_table, 0) : decode(depth_table, n_depth);
+      if (!s.has_value()) return s.status();
+      (zero_now ? s0 : sd) = *s;
+    }
+    if (rep < 0) continue;
+    out.at_zero.seconds.push_back(s0);
+    out.at_depth.seconds.push_back(sd);
+    out.ratios.push_back(s0 / sd);
+  }
+  return out;
 }
 
 int64_t kv_bytes_per_position(const Qwen2Model& model) {

@@ -34,6 +34,18 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
                                 int reps, ThreadPool& pool, int32_t n_batch = 512,
                                 int32_t n_depth = 0);
 
+// Decode at depth n_depth beside decode at depth 0, in alternating repetitions (depth 0 first in
+// even ones, last in odd ones) over two contexts kept side by side, after one warm-up of each: a
+// machine whose speed drifts between runs moves both alike, so each repetition's ratio holds where
+// the means of two separate runs do not.
+struct PairedBench {
+  BenchResult at_zero, at_depth;
+  std::vector<double> ratios;  // per repetition: t/s at depth over t/s at depth 0
+  double median_ratio() const;
+};
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,
+                                       ThreadPool& pool, int32_t n_batch = 512);
+
 // Bytes of K and V (f16) one position adds to what each decode step reads.
 int64_t kv_bytes_per_position(const Qwen2Model& model);
 // Decode at depth d reads the weights plus d positions of K/V: the fraction of depth 0's speed
