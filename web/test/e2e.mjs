@@ -419,6 +419,7 @@ test('hostile model output stays inert while it streams', async () => {
 });
 
 test('a long prompt shows how far the server has read it', async () => {
+  await holdRepliesOpen(page);  // a first token that ends the reply would show no thinking
   await page.click('#new-chat');
   await page.evaluate(() => {
     window.__seen = [];
@@ -434,6 +435,7 @@ test('a long prompt shows how far the server has read it', async () => {
   assert.ok(seen.some((t) => /^Reading the prompt… \d+%$/.test(t)), `labels seen: ${seen.join(' | ')}`);
   await page.click('#stop');
   await until('idle', async () => !(await page.isVisible('#stop')));
+  await page.unroute('**/v1/chat/completions');
 });
 
 test('a failed request shows the server\'s message: a prompt longer than the context', async () => {
