@@ -193,7 +193,7 @@ int run_bench_cmd(int argc, char** argv) {
             rows.push_back({fmt::format("tg{} (paired with d{})", g, d) + (fa ? "" : " ggml") + kv_suffix, r->at_zero, {}});
             if (output == "md") {
               fmt::print(stderr, "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n", name, t,
-                         r->at_depth.mean_ts(), 100 * r->median_ratio(), r->ratios.size());
+                         r->at_depth.mean_ts(), 100 * median(r->ratios), r->ratios.size());
             }
             continue;
           }
@@ -285,11 +285,10 @@ int run_bench_cmd(int argc, char** argv) {
   for (const Row& row : rows) {
     if (row.r.n_depth == 0) continue;
     if (!row.paired_ratios.empty()) {
-      PairedBench p;
-      p.ratios = row.paired_ratios;
-      const auto [lo, hi] = std::minmax_element(p.ratios.begin(), p.ratios.end());
+      const std::vector<double>& ratios = row.paired_ratios;
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
       fmt::print("{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%; the memory roofline: {:.0f}%)\n",
-                 row.test, row.r.n_threads, 100 * p.median_ratio(), p.ratios.size(), 100 * *lo, 100 * *hi,
+                 row.test, row.r.n_threads, 100 * median(ratios), ratios.size(), 100 * *lo, 100 * *hi,
                  100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
       continue;
     }

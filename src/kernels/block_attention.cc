@@ -171,16 +171,11 @@ void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vr
   float e[kAttnBlock];
   softmax_step(s, valid, (hd + 15) / 16 * 16, st, e);
   for (int k = 0; 2 * k < valid; ++k) {
-    uint16_t hi[2];
-    for (int j = 0; j < 2; ++j) {
-      hi[j] = bf16_of(e[2 * k + j]);
-
-    }
-    const uint32_t w_hi = bf16_pair(hi, 0, 2);
+    const uint32_t w = bf16_of(e[2 * k]) | static_cast<uint32_t>(bf16_of(e[2 * k + 1])) << 16;  // e is 0 past valid
     for (int64_t i = 0; i < hd; ++i) {
       const uint32_t vp = static_cast<uint32_t>(vrows[2 * k][i]) |
                           (2 * k + 1 < valid ? static_cast<uint32_t>(vrows[2 * k + 1][i]) << 16 : 0u);
-      st.acc[i] = vdpbf16ps_lane(st.acc[i], vp, w_hi);
+      st.acc[i] = vdpbf16ps_lane(st.acc[i], vp, w);
     }
   }
 }

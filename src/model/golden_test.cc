@@ -144,6 +144,15 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
   }
 }
 
+// The golden files' weight types.
+const std::vector<std::string> kUnquantized = {"F32", "F16", "BF16"};
+const std::vector<std::string> kQuantized = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"};
+std::vector<std::string> all_types() {
+  std::vector<std::string> t = kUnquantized;
+  t.insert(t.end(), kQuantized.begin(), kQuantized.end());
+  return t;
+}
+
 class GoldenTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) { check_goldens(GetParam(), false); }
@@ -180,11 +189,10 @@ TEST_P(GoldenBf16ScoresTest, Bf16ScoresMeetTheExactRule) {
   check_exact_rule(GetParam(), true, KvType::kF16, 0, Scores::kBf16);
 }
 INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16ScoresTest,
-                         testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
-                                         "Q5_K_M", "Q6_K"));
+                         testing::ValuesIn(kQuantized));
 
 // A bf16 KV cache (the default where bf16 scores are: Qwen2Model::default_kv_type) rounds K and V
-// to bf16 once and sums V by vdpbf16ps with each weight in two bf16 parts (block_attention.h): on
+// to bf16 once and sums V by vdpbf16ps with each weight rounded to bf16 (block_attention.h): on
 // the quantized files it meets the exact rule. On F32 / F16 / BF16 weights (not its default) it is
 // lossy like Q8_0 and held to the quantized threshold.
 class GoldenBf16CacheTest : public testing::TestWithParam<std::string> {};
@@ -192,28 +200,24 @@ TEST_P(GoldenBf16CacheTest, Bf16CacheMeetsTheExactRule) {
   check_exact_rule(GetParam(), true, KvType::kBF16, 0, Scores::kBf16);
 }
 INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16CacheTest,
-                         testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
-                                         "Q5_K_M", "Q6_K"));
+                         testing::ValuesIn(kQuantized));
 class GoldenBf16CacheUnquantizedTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenBf16CacheUnquantizedTest, Bf16CacheWithinTheQuantizedThreshold) {
   check_exact_rule(GetParam(), true, KvType::kBF16, 0.02, Scores::kBf16);
 }
-INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenBf16CacheUnquantizedTest, testing::Values("F32", "F16", "BF16"));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenBf16CacheUnquantizedTest, testing::ValuesIn(kUnquantized));
 
 INSTANTIATE_TEST_SUITE_P(Quantized, GoldenQ8CacheTest,
-                         testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M",
-                                         "Q5_K_M", "Q6_K"));
-INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenQ8CacheUnquantizedTest, testing::Values("F32", "F16", "BF16"));
+                         testing::ValuesIn(kQuantized));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenQ8CacheUnquantizedTest, testing::ValuesIn(kUnquantized));
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenExactTest,
-                         testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
-                                         "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
+                         testing::ValuesIn(all_types()));
 
-INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenFlashTest, testing::Values("F32", "F16", "BF16"));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenFlashTest, testing::ValuesIn(kUnquantized));
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenTest,
-                         testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
-                                         "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
+                         testing::ValuesIn(all_types()));
 
 }  // namespace
 }  // namespace ponder

@@ -122,12 +122,11 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   return result;
 }
 
-double PairedBench::median_ratio() const {
-  if (ratios.empty()) return 0;
-  std::vector<double> r = ratios;
-  std::sort(r.begin(), r.end());
-  const size_t n = r.size();
-  return n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,

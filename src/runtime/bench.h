@@ -41,8 +41,8 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
 struct PairedBench {
   BenchResult at_zero, at_depth;
   std::vector<double> ratios;  // per repetition: t/s at depth over t/s at depth 0
-  double median_ratio() const;
 };
+double median(std::vector<double> v);  // 0 for none
 Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,
                                        ThreadPool& pool, int32_t n_batch = 512);
 
