@@ -24,9 +24,10 @@ void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st);
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st);
+                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
+                                   const BlockRows* next);
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                               float scale, SoftmaxState* st);
+                               float scale, SoftmaxState* st, const BlockRows* next);
 void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
 void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
 void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,

@@ -50,10 +50,13 @@ struct SoftmaxState {
   float* acc;  // [hdp] sum of exp(s - m) * V
 };
 
-// The K and V rows of one block of 16 positions.
+// The K and V rows of one block of 16 positions as stored (k_bytes and v_bytes each): the next
+// block, whose lines a kernel asks for (prefetch into L2) a few at a time while it computes the
+// current one, a hint that never changes a bit.
 struct BlockRows {
-  const uint16_t* k[16];
-  const uint16_t* v[16];
+  const uint8_t* k[16];
+  const uint8_t* v[16];
+  int64_t k_bytes, v_bytes;
 };
 
 struct BlockAttentionKernels {
@@ -74,14 +77,16 @@ struct BlockAttentionKernels {
   // vectors q [n_q][hdp] that all see a block of f16 rows' first `valid` (1..16) positions, read
   // straight from the rows (no f32 copy); st[i] ends with the bits that convert_block of K and V,
   // then attend_block for query i, give. Needs hd == hdp, a multiple of 64, at most 256.
+  // next, when not null, is the following block (as attend_block_bf16kv_group's).
   void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                 const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) = nullptr;
+                                 const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
+                                 const BlockRows* next) = nullptr;
   // The same for a block already converted to f32 (k and v [16][hdp], hdp a multiple of 16), as
   // attend_block for each of the n_q queries (which all see its first `valid` positions) in turn
   // would leave them, each K and V vector loaded once for several queries (prompts: the query heads
-  // of one row). nullptr where not built.
+  // of one row). nullptr where not built. next as attend_block_f16_group's.
   void (*attend_block_group)(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                             float scale, SoftmaxState* st) = nullptr;
+                             float scale, SoftmaxState* st, const BlockRows* next) = nullptr;
 
   // The bf16-scores variant (header). kb [16][hdp32] bf16 rows: bf16 of a block's f16 or Q8_0 rows
   // for p < n, zeros past hd and for the rows p in [n, 16).

@@ -139,6 +139,20 @@ struct BlockRows {
   }
 };
 
+// The rows of the block after b0 of k and v where it is full (the kernels prefetch it: no bit may
+// change), else nullptr.
+const ponder::BlockRows* next_block(const std::vector<std::vector<uint16_t>>& k,
+                                    const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
+  if (b0 + 32 > static_cast<int>(k.size())) return nullptr;
+  for (int p = 0; p < 16; ++p) {
+    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(b0 + 16 + p)].data());
+    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(b0 + 16 + p)].data());
+  }
+  out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(uint16_t));
+  out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(uint16_t));
+  return &out;
+}
+
 // got's states carry want's bits.
 void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd, const std::string& what) {
   for (size_t i = 0; i < want.st.size(); ++i) {
@@ -178,11 +192,13 @@ TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
               for (int i = 0; i < n_q; ++i) {
                 ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, b.valid, hd, scale, want.st[static_cast<size_t>(i)]);
               }
+              ponder::BlockRows rows;
+              const ponder::BlockRows* next = next_block(c.k, c.v, b0, rows);
               if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) {
-                kern->attend_block_f16_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale, got.st.data());
+                kern->attend_block_f16_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale, got.st.data(), next);
               }
               if (kern->attend_block_group != nullptr) {
-                kern->attend_block_group(kf.data(), vf.data(), b.valid, q.data(), n_q, hd, scale, got32.st.data());
+                kern->attend_block_group(kf.data(), vf.data(), b.valid, q.data(), n_q, hd, scale, got32.st.data(), next);
               }
             }
             const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
@@ -403,16 +419,11 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             for (int i = 0; i < n_q; ++i) {
               ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale, want.st[static_cast<size_t>(i)]);
             }
-            // The next block's rows where it is full: prefetched, which must not change a bit.
-            ponder::BlockRows next;
-            const bool full = b0 + 32 <= n;
-            for (int p = 0; full && p < 16; ++p) {
-              next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
-              next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
-            }
+            ponder::BlockRows rows;
+            const ponder::BlockRows* next = next_block(k, v, b0, rows);
             for (const BlockAttentionKernels* kern : all_kernels()) {
               if (kern->attend_block_bf16kv_group != nullptr && hd % 32 == 0) {
-                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data(), full ? &next : nullptr);
+                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data(), next);
               }
             }
           }

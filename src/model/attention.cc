@@ -189,14 +189,27 @@ struct BlockOrder {
 
   // One block for the tile's query vectors in the f32 block order; a row's query vectors go
   // together through a grouped kernel where there is one (the same bits).
+  // Whether one row's query vectors (decode) read the block's f16 K and V rows directly.
+  bool reads_f16_rows(int64_t nq) const {
+    return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq);
+  }
+
+  // Whether the kernel that attend_chunk runs for a tile of nq query vectors prefetches the next
+  // block itself (spread through its work; else attend_chunk asks for it in one burst).
+  bool kernel_prefetches(int64_t nq) const {
+    if (in.cache.k_type() == KvType::kBF16) return bf16kv_group_takes(kern, hd);
+    return hdp32 == 0 && (reads_f16_rows(nq) || kern.attend_block_group != nullptr);
+  }
+
   void attend_block_f32(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
-                        const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
+                        const uint8_t* const* vrows, const BlockRows* next, const Buffers& buf,
+                        const ChunkStates& st) const {
     // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
-    if (kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq)) {
+    if (reads_f16_rows(nq)) {
       for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
         kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows),
                                     reinterpret_cast<const uint16_t* const*>(vrows), valid, buf.qf + q0 * hdp, n, hdp,
-                                    scale, s);
+                                    scale, s, q0 == 0 ? next : nullptr);
       });
       return;
     }
@@ -205,7 +218,7 @@ struct BlockOrder {
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const float* q = buf.qf + q0 * hdp;
       if (kern.attend_block_group != nullptr) {
-        kern.attend_block_group(buf.kf, buf.vf, valid, q, n, hdp, scale, s);
+        kern.attend_block_group(buf.kf, buf.vf, valid, q, n, hdp, scale, s, q0 == 0 ? next : nullptr);
         return;
       }
       for (int i = 0; i < n; ++i) kern.attend_block(buf.kf, buf.vf, q + i * hdp, valid, hdp, scale, s[i]);
@@ -293,23 +306,25 @@ struct BlockOrder {
     const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
     const uint8_t* krows[kAttnBlock];
     const uint8_t* vrows[kAttnBlock];
-    const bool kernel_prefetches = in.cache.k_type() == KvType::kBF16 && bf16kv_group_takes(kern, hd);
+    const bool kernel_prefetches = this->kernel_prefetches(nq);
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
       for_rows(table, kvh, b0, nb, [&](int p, const uint8_t* k, const uint8_t* v) {
         krows[p] = k;
         vrows[p] = v;
       });
-      // The grouped bf16-cache kernel prefetches the next block itself, spread through its work.
+      // The grouped kernels prefetch a full next block themselves, spread through their work.
       BlockRows next;
       const BlockRows* ahead = nullptr;
       if (!kernel_prefetches) {
         prefetch_block(kvh, table, b0 + kAttnBlock, end);
       } else if (b0 + 2 * kAttnBlock <= end) {
         for_rows(table, kvh, b0 + kAttnBlock, kAttnBlock, [&](int p, const uint8_t* k, const uint8_t* v) {
-          next.k[p] = reinterpret_cast<const uint16_t*>(k);
-          next.v[p] = reinterpret_cast<const uint16_t*>(v);
+          next.k[p] = k;
+          next.v[p] = v;
         });
+        next.k_bytes = kv_row_bytes(in.cache.k_type(), hd);
+        next.v_bytes = kv_row_bytes(in.cache.v_type(), hd);
         ahead = &next;
       }
       if (in.cache.k_type() == KvType::kBF16) {
@@ -317,7 +332,7 @@ struct BlockOrder {
       } else if (hdp32 > 0) {
         attend_block_bf16(rb, nq, b0, nb, krows, vrows, buf, st);
       } else {
-        attend_block_f32(rb, nq, b0, nb, krows, vrows, buf, st);
+        attend_block_f32(rb, nq, b0, nb, krows, vrows, ahead, buf, st);
       }
     }
   }

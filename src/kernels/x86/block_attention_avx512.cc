@@ -184,6 +184,23 @@ struct F32Block {
   __m512 load(int p, int64_t d) const { return _mm512_loadu_ps(base + p * hdp + d); }
 };
 
+// The lines of the next block's rows that a kernel step asks for (prefetcht1, into L2): spread
+// evenly through a block's work, the next block's V rows during the scores and its K rows during
+// the V sums. rows == nullptr: nothing. Measured (bf16 cache, attention alone, decode at 16384, 2
+// threads, alternated in one process, medians of 41): all 128 lines during the V sums 28.0 ms,
+// half in each phase 22.8 (K during the scores) and 21.6 (as here); no prefetch 35-48 ms. f16
+// cache with f32 scores: 38-50 -> 27-29 ms against one burst before the block (alternated runs);
+// Q8_0 (its conversions and f32 products bound it): no change beyond the noise.
+struct Prefetch {
+  const uint8_t* const* rows = nullptr;  // [16]
+  int64_t row_bytes = 0;
+  // Lines [l0, l1) of row p (those inside it).
+  void lines_of_row(int p, int64_t l0, int64_t l1) const {
+    if (rows == nullptr) return;
+    for (int64_t l = l0; l < l1 && 64 * l < row_bytes; ++l) _mm_prefetch(reinterpret_cast<const char*>(rows[p] + 64 * l), _MM_HINT_T1);
+  }
+};
+
 // a[h] = the C accumulator vectors of query h from column c0, times corr[h] where it is not 1.
 template <int H, int C>
 inline void load_scaled(const SoftmaxState* st, const float* corr, int64_t c0, __m512 (&a)[H][C]) {
@@ -205,10 +222,11 @@ inline void store_acc(const __m512 (&a)[H][C], int64_t c0, SoftmaxState* st) {
 // p < valid: add_values for H queries at once, each V vector loaded once for all of them.
 template <int H, int C, class Rows>
 inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr, int valid,
-                             int64_t c0, SoftmaxState* st) {
+                             int64_t c0, SoftmaxState* st, const Prefetch& pf = {}, int64_t line0 = 0) {
   __m512 a[H][C];
   load_scaled<H, C>(st, corr, c0, a);
   for (int p = 0; p < valid; ++p) {
+    pf.lines_of_row(p, line0, line0 + 2);
     __m512 vv[C];
     for (int c = 0; c < C; ++c) vv[c] = v.load(p, c0 + 16 * c);
     for (int h = 0; h < H; ++h) {
@@ -219,14 +237,16 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
   store_acc<H, C>(a, c0, st);
 }
 
-// The V sums in f32 (the header's order): add_values_group over chunks of 64 columns, then of 16.
+// The V sums in f32 (the header's order): add_values_group over chunks of 64 columns, then of 16;
+// chunk i prefetches lines 2i and 2i + 1 of pf's rows.
 template <class Rows>
 struct F32Values {
   Rows rows;
+  Prefetch pf = {};
   template <int H>
   void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp, SoftmaxState* st) const {
     int64_t c0 = 0;
-    for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(rows, ev, corr, valid, c0, st);
+    for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(rows, ev, corr, valid, c0, st, pf, c0 / 32);
     for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(rows, ev, corr, valid, c0, st);
   }
 };
@@ -238,7 +258,7 @@ struct F32Values {
 struct Bf16PairValues {
   const uint16_t* const* vrows;
   int64_t hd;
-  const uint16_t* const* prefetch;  // or nullptr: the next block's K rows, the same columns of rows 2k, 2k + 1
+  Prefetch pf;  // the same columns (bytes) of rows 2k, 2k + 1
 
   template <int H, int C>
   void add_chunk(const uint32_t (*hi)[kAttnBlock / 2], const float* corr,
@@ -250,11 +270,7 @@ struct Bf16PairValues {
     __m512 a[H][C];
     load_scaled<H, C>(st, corr, c0, a);
     for (int k = 0; k < n_pairs; ++k) {
-      if (prefetch != nullptr) {
-        for (int r = 2 * k; r < 2 * k + 2; ++r) {
-          for (int c = 0; c < C; c += 2) _mm_prefetch(reinterpret_cast<const char*>(prefetch[r] + c0 + 16 * c), _MM_HINT_T1);
-        }
-      }
+      for (int r = 2 * k; r < 2 * k + 2; ++r) pf.lines_of_row(r, c0 / 32, (c0 + 16 * C) / 32);
       __m512bh vv[C];
       for (int c = 0; c < C; c += 2) {
         const __m512i r0 = _mm512_loadu_si512(vrows[2 * k] + c0 + 16 * c);
@@ -289,8 +305,10 @@ struct F32Scores {
   const Rows& k;
   const float* q;
   int64_t hdp;
+  Prefetch pf = {};  // step d of group g: line d / 16 of rows g + 4j
   void group(int g, __m512 (&a)[4][H]) const {
     for (int64_t d = 0; d < hdp; d += 16) {
+      for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / 16, d / 16 + 1);
       __m512 kv[4];
       for (int j = 0; j < 4; ++j) kv[j] = k.load(g + 4 * j, d);
       for (int h = 0; h < H; ++h) {
@@ -308,12 +326,10 @@ struct Bf16Scores {
   const uint16_t* const* krows;
   const uint16_t* qb;
   int64_t hdp32;
-  const uint16_t* const* prefetch = nullptr;  // or the next block's V rows [16][hdp32]: line d of rows g + 4j
+  Prefetch pf = {};  // step d of group g: line d / 32 of rows g + 4j
   void group(int g, __m512 (&a)[4][H]) const {
     for (int64_t d = 0; d < hdp32; d += 32) {
-      if (prefetch != nullptr) {
-        for (int j = 0; j < 4; ++j) _mm_prefetch(reinterpret_cast<const char*>(prefetch[g + 4 * j] + d), _MM_HINT_T1);
-      }
+      for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / 32, d / 32 + 1);
       __m512bh kv[4];
       for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(krows[g + 4 * j] + d);
       for (int h = 0; h < H; ++h) {
@@ -363,12 +379,22 @@ void in_sixes(int n_q, const Run& run) {
   }
 }
 
+// The next block's lines for the first six queries of a full block (Prefetch): its V rows during
+// the scores, its K rows during the V sums.
+Prefetch next_v(const BlockRows* next, int valid, int h0) {
+  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->v, next->v_bytes} : Prefetch{};
+}
+Prefetch next_k(const BlockRows* next, int valid, int h0) {
+  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->k, next->k_bytes} : Prefetch{};
+}
+
 // The fused form for n_q queries with f32 scores.
 template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
-                  SoftmaxState* st) {
+                  SoftmaxState* st, const BlockRows* next) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp}, F32Values<Rows>{v}, valid, hdp, scale, st + h0);
+    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp, next_v(next, valid, h0)},
+                           F32Values<Rows>{v, next_k(next, valid, h0)}, valid, hdp, scale, st + h0);
   });
 }
 
@@ -393,16 +419,17 @@ void attend_block_avx512(const float* k, const float* v, const float* q, int val
 }
 
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st) {
+                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
+                                   const BlockRows* next) {
   alignas(64) static const uint16_t kZeros[256] = {};
   const uint16_t* kr[kAttnBlock];
   for (int p = 0; p < kAttnBlock; ++p) kr[p] = p < valid ? krows[p] : kZeros;
-  attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st);
+  attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st, next);
 }
 
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                               float scale, SoftmaxState* st) {
-  attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st);
+                               float scale, SoftmaxState* st, const BlockRows* next) {
+  attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st, next);
 }
 
 // bf16 of f16 rows: exact in f32 (an f16 is never an f32 subnormal), then rounded to nearest even.
@@ -456,15 +483,9 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const ui
     kr[p] = p < valid ? krows[p] : kZeros;
     vr[p] = p < valid ? vrows[p] : kZeros;
   }
-  // The next block's 128 lines are prefetched (into L2) evenly through the whole block, its V rows
-  // during the scores and its K rows during the V sums, 4 lines per step. Measured (attention
-  // alone, decode at 16384, 2 threads, variants alternated in one process, medians of 41): all 128
-  // lines during the V sums 28.0 ms, half in each phase 22.8 (K rows during the scores) and 21.6
-  // (as here); 4096: 6.75 -> 5.39 ms; 1 thread at 16384: 58.7 -> 44.1 ms; no prefetch 35-48 ms.
   in_sixes(n_q, [&](auto h, int h0) {
-    const bool ahead = h0 == 0 && valid == kAttnBlock && next != nullptr;  // once per block
-    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, ahead ? next->v : nullptr},
-                           Bf16PairValues{vr, hd, ahead ? next->k : nullptr}, valid, hd, scale, st + h0);
+    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, next_v(next, valid, h0)},
+                           Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale, st + h0);
   });
 }
 
