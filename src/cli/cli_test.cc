@@ -105,6 +105,17 @@ TEST(CliTest, BenchPairsDepthWithDepthZero) {
   ASSERT_EQ(std::sscanf(j.out.c_str() + at, "\"paired_ratios\": [ %lf , %lf ]", &a, &b), 2) << j.out.substr(at, 80);
   EXPECT_GT(a, 0.0);
   EXPECT_GT(b, 0.0);
+  // Prompts pair the same way (no memory roofline for them); the depth-0 rows of -d 0 stay unpaired.
+  Result p = run("bench -m " + model + " -p 32 -n 0 -d 0,64 -r 3 -t 1 --paired --no-bandwidth");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("| pp32 |"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("| pp32 @ d64 (paired) | 1 |"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("| pp32 (paired with d64) | 1 |"), std::string::npos) << p.out;
+  const size_t line = p.out.find("pp32 @ d64 (paired) t=1: ");
+  ASSERT_NE(line, std::string::npos) << p.out;
+  const std::string summary = p.out.substr(line, p.out.find('\n', line) - line);
+  EXPECT_NE(summary.find("of depth 0, the median of 3 paired repetitions"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("roofline"), std::string::npos) << summary;
 }
 
 TEST(CliTest, BadInputIsOneClearLineAndNonZeroExit) {

@@ -116,8 +116,8 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
   app.add_flag("--pin", pin, "pin threads to physical cores");
   app.add_flag("--paired", paired,
-               "tg at each depth > 0 in alternation with tg at depth 0 (two contexts side by side): its share of "
-               "depth 0 is the median of the repetitions' ratios, which a machine whose speed drifts moves less");
+               "pp and tg at each depth > 0 in alternation with the same at depth 0 (two contexts side by side): the "
+               "share of depth 0 is the median of the repetitions' ratios, which a machine whose speed drifts moves less");
   app.add_option("--sweep", sweep, "sweep mode (ik_llama.cpp's sweep-bench): pp and tg at growing depth up to this many positions");
   app.add_option("--sweep-pp", sweep_pp, "sweep mode: prompt tokens per step (the depth grows by this)")->capture_default_str();
   app.add_option("--sweep-tg", sweep_tg, "sweep mode: decode steps measured at each depth")->capture_default_str();
@@ -181,20 +181,33 @@ int run_bench_cmd(int argc, char** argv) {
           }
           return true;
         };
+        // --paired: the test at depth d in alternation with it at depth 0 ("pp512 @ d4096 (paired)"
+        // and "pp512 (paired with d4096)").
+        auto add_paired = [&](const std::string& base, int32_t p, int32_t g) -> bool {
+          const std::string name = base + fmt::format(" @ d{}", d) + (fa ? "" : " ggml") + kv_suffix;
+          auto r = run_bench_paired(*s.model, p, g, d, reps, pool);
+          if (!r.has_value()) {
+            fail("bench", r.status().message());
+            return false;
+          }
+          rows.push_back({name + " (paired)", r->at_depth, r->ratios});
+          rows.push_back({base + fmt::format(" (paired with d{})", d) + (fa ? "" : " ggml") + kv_suffix, r->at_zero, {}});
+          if (output == "md") {
+            fmt::print(stderr, "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n", name, t,
+                       r->at_depth.mean_ts(), 100 * median(r->ratios), r->ratios.size());
+          }
+          return true;
+        };
         for (int32_t p : n_prompt) {
+          if (p > 0 && paired && d > 0) {
+            if (!add_paired(fmt::format("pp{}", p), p, 0)) return 1;
+            continue;
+          }
           if (p > 0 && !add(fmt::format("pp{}", p), p, 0, 1)) return 1;
         }
         for (int32_t g : n_gen) {
           if (g > 0 && paired && d > 0) {
-            const std::string name = fmt::format("tg{} @ d{}", g, d) + (fa ? "" : " ggml") + kv_suffix;
-            auto r = run_bench_paired(*s.model, g, d, reps, pool);
-            if (!r.has_value()) return fail("bench", r.status().message());
-            rows.push_back({name + " (paired)", r->at_depth, r->ratios});
-            rows.push_back({fmt::format("tg{} (paired with d{})", g, d) + (fa ? "" : " ggml") + kv_suffix, r->at_zero, {}});
-            if (output == "md") {
-              fmt::print(stderr, "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n", name, t,
-                         r->at_depth.mean_ts(), 100 * median(r->ratios), r->ratios.size());
-            }
+            if (!add_paired(fmt::format("tg{}", g), 0, g)) return 1;
             continue;
           }
           if (g > 0 && !add(fmt::format("tg{}", g), 0, g, 1)) return 1;
@@ -287,9 +300,9 @@ int run_bench_cmd(int argc, char** argv) {
     if (!row.paired_ratios.empty()) {
       const std::vector<double>& ratios = row.paired_ratios;
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-      fmt::print("{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%; the memory roofline: {:.0f}%)\n",
-                 row.test, row.r.n_threads, 100 * median(ratios), ratios.size(), 100 * *lo, 100 * *hi,
-                 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
+      const std::string roof = row.r.n_gen > 0 ? fmt::format("; the memory roofline: {:.0f}%", 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0)) : "";
+      fmt::print("{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%{})\n", row.test,
+                 row.r.n_threads, 100 * median(ratios), ratios.size(), 100 * *lo, 100 * *hi, roof);
       continue;
     }
     for (const Row& base : rows) {

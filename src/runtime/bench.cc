@@ -129,29 +129,36 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_depth, int reps,
                                        ThreadPool& pool, int32_t n_batch) {
-  if (n_gen < 1 || n_depth < 1) return Status::errorf("paired bench: tg{} at depth {}: nothing to pair", n_gen, n_depth);
+  if ((n_prompt > 0) == (n_gen > 0) || n_prompt < 0 || n_gen < 0 || n_depth < 1 || n_batch < 1) {
+    return Status::errorf("paired bench: pp{} tg{} at depth {}: one of pp and tg, at a depth > 0", n_prompt, n_gen, n_depth);
+  }
   const int64_t n_vocab = model.config().n_vocab;
-  const int64_t zero_blocks = (n_gen + kKvBlockSize - 1) / kKvBlockSize;
-  const int64_t depth_blocks = (n_depth + n_gen + kKvBlockSize - 1) / kKvBlockSize;
+  const int32_t n_pos = n_prompt + n_gen;  // positions one run writes
+  const int64_t zero_blocks = (n_pos + kKvBlockSize - 1) / kKvBlockSize;
+  const int64_t depth_blocks = (n_depth + n_pos + kKvBlockSize - 1) / kKvBlockSize;
   KvCache cache = model.make_cache(zero_blocks + depth_blocks, kKvBlockSize);
   const std::vector<int32_t> zero_table = block_range(0, zero_blocks), depth_table = block_range(zero_blocks, depth_blocks);
   std::vector<float> logits(static_cast<size_t>(n_vocab));
   PONDER_RETURN_IF_ERROR(fill_context(model, cache, depth_table, n_depth, n_batch, logits.data(), pool));
-  // n_gen decode steps of one sequence from position `start`: seconds.
-  auto decode = [&](const std::vector<int32_t>& table, int32_t start) -> Expected<double> {
+  // One sequence from position `start`: the prompt in batches of n_batch (logits of each batch's
+  // last row) or n_gen decode steps; seconds.
+  auto run = [&](const std::vector<int32_t>& table, int32_t start) -> Expected<double> {
     Timer t;
-    for (int32_t i = 0; i < n_gen; ++i) {
+    const int32_t step = n_gen > 0 ? 1 : n_batch;
+    for (int32_t b = 0; b < n_pos; b += step) {
       Batch batch;
       batch.block_tables.push_back(table);
-      batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, true});
+      const int32_t e = std::min(n_pos, b + step);
+      for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, i + 1 == e});
       PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
     }
     return t.seconds();
   };
   PairedBench out;
   for (BenchResult* r : {&out.at_zero, &out.at_depth}) {
+    r->n_prompt = n_prompt;
     r->n_gen = n_gen;
     r->n_threads = pool.size();
     r->flash_attn = model.flash_attention();
@@ -161,7 +168,7 @@ Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t
     double s0 = 0, sd = 0;
     for (int k = 0; k < 2; ++k) {
       const bool zero_now = (k == 0) == (rep % 2 == 0);
-      auto s = zero_now ? decode(zero_table, 0) : decode(depth_table, n_depth);
+      auto s = zero_now ? run(zero_table, 0) : run(depth_table, n_depth);
       if (!s.has_value()) return s.status();
       (zero_now ? s0 : sd) = *s;
     }

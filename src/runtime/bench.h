@@ -34,16 +34,17 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
                                 int reps, ThreadPool& pool, int32_t n_batch = 512,
                                 int32_t n_depth = 0);
 
-// Decode at depth n_depth beside decode at depth 0, in alternating repetitions (depth 0 first in
-// even ones, last in odd ones) over two contexts kept side by side, after one warm-up of each: a
-// machine whose speed drifts between runs moves both alike, so each repetition's ratio holds where
-// the means of two separate runs do not.
+// A prompt of n_prompt tokens (in batches of n_batch) or n_gen decode steps (exactly one of them)
+// at depth n_depth beside the same at depth 0, in alternating repetitions (depth 0 first in even
+// ones, last in odd ones) over two contexts kept side by side, after one warm-up of each: a machine
+// whose speed drifts between runs moves both alike, so each repetition's ratio holds where the
+// means of two separate runs do not.
 struct PairedBench {
   BenchResult at_zero, at_depth;
   std::vector<double> ratios;  // per repetition: t/s at depth over t/s at depth 0
 };
 double median(std::vector<double> v);  // 0 for none
-Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_gen, int32_t n_depth, int reps,
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_depth, int reps,
                                        ThreadPool& pool, int32_t n_batch = 512);
 
 // Bytes of K and V (f16) one position adds to what each decode step reads.
