@@ -187,8 +187,6 @@ struct BlockOrder {
     return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256;
   }
 
-  // One block for the tile's query vectors in the f32 block order; a row's query vectors go
-  // together through a grouped kernel where there is one (the same bits).
   // Whether one row's query vectors (decode) read the block's f16 K and V rows directly.
   bool reads_f16_rows(int64_t nq) const {
     return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq);
@@ -201,6 +199,8 @@ struct BlockOrder {
     return hdp32 == 0 && (reads_f16_rows(nq) || kern.attend_block_group != nullptr);
   }
 
+  // One block for the tile's query vectors in the f32 block order; a row's query vectors go
+  // together through a grouped kernel where there is one (the same bits).
   void attend_block_f32(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                         const uint8_t* const* vrows, const BlockRows* next, const Buffers& buf,
                         const ChunkStates& st) const {
@@ -268,8 +268,9 @@ struct BlockOrder {
   // Asks for the K and V rows of the positions [b0, min(b0 + 16, end)) (the next block) to be
   // brought into the L2 cache while the current block computes, so its first loads do not wait on
   // memory. Measured (decode at depth 16384, 2 threads, attention alone): 9-19% less time with f16
-  // and Q8_0. (The grouped bf16-cache kernel prefetches the next block itself, spread evenly through
-  // its scores and V sums: 20-25% faster than this burst.)
+  // and Q8_0 in session 13. Now only for the kernels that do not prefetch themselves (the bf16-scores
+  // path, and where no grouped kernel is built): the grouped kernels spread the same lines evenly
+  // through their scores and V sums, 17-26% faster than this burst (kernels/x86, Prefetch).
   void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end) const {
     const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
     for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0)),
