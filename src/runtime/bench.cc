@@ -25,18 +25,25 @@ double stddev(const std::vector<double>& v) {
 // Deterministic pseudo-random tokens: the work does not depend on their values.
 int32_t bench_token(int64_t i, int64_t n_vocab) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); }
 
-// The positions [0, n) of the sequence whose blocks are `table`, in chunks of n_batch.
-Status fill_context(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t n, int32_t n_batch,
-                    float* logits, ThreadPool& pool) {
+// Tokens i < n (bench_token(i)) at the positions start + i of the sequence whose blocks are
+// `table`, in forward passes of n_batch (1: decode steps), logits of each pass's last row.
+Status forward_positions(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t start,
+                         int32_t n, int32_t n_batch, float* logits, ThreadPool& pool) {
   const int64_t n_vocab = model.config().n_vocab;
   for (int32_t b = 0; b < n; b += n_batch) {
     Batch batch;
     batch.block_tables.push_back(table);
     const int32_t e = std::min(n, b + n_batch);
-    for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), i, 0, i + 1 == e});
+    for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, i + 1 == e});
     PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits, pool));
   }
   return Status::ok();
+}
+
+// The positions [0, n) of the sequence whose blocks are `table`, in chunks of n_batch.
+Status fill_context(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t n, int32_t n_batch,
+                    float* logits, ThreadPool& pool) {
+  return forward_positions(model, cache, table, 0, n, n_batch, logits, pool);
 }
 
 // Blocks [first, first + n) as a block table.
@@ -99,13 +106,7 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up caches and page tables
     Timer t;
     if (n_gen == 0) {
-      for (int32_t b = 0; b < n_prompt; b += n_batch) {
-        Batch batch;
-        batch.block_tables.push_back(tables[0]);
-        const int32_t e = std::min(n_prompt, b + n_batch);
-        for (int32_t i = b; i < e; ++i) batch.rows.push_back({token_at(i), n_depth + i, 0, i + 1 == e});
-        PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
-      }
+      PONDER_RETURN_IF_ERROR(forward_positions(model, cache, tables[0], n_depth, n_prompt, n_batch, logits.data(), pool));
     } else {
       // Each sequence starts from one token at position n_depth, then steps together.
       for (int32_t pos = 0; pos < n_gen; ++pos) {
@@ -142,18 +143,10 @@ Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int3
   const std::vector<int32_t> zero_table = block_range(0, zero_blocks), depth_table = block_range(zero_blocks, depth_blocks);
   std::vector<float> logits(static_cast<size_t>(n_vocab));
   PONDER_RETURN_IF_ERROR(fill_context(model, cache, depth_table, n_depth, n_batch, logits.data(), pool));
-  // One sequence from position `start`: the prompt in batches of n_batch (logits of each batch's
-  // last row) or n_gen decode steps; seconds.
+  // One sequence from position `start`: the prompt in batches of n_batch or n_gen decode steps; seconds.
   auto run = [&](const std::vector<int32_t>& table, int32_t start) -> Expected<double> {
     Timer t;
-    const int32_t step = n_gen > 0 ? 1 : n_batch;
-    for (int32_t b = 0; b < n_pos; b += step) {
-      Batch batch;
-      batch.block_tables.push_back(table);
-      const int32_t e = std::min(n_pos, b + step);
-      for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, i + 1 == e});
-      PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits.data(), pool));
-    }
+    PONDER_RETURN_IF_ERROR(forward_positions(model, cache, table, start, n_pos, n_gen > 0 ? 1 : n_batch, logits.data(), pool));
     return t.seconds();
   };
   PairedBench out;
