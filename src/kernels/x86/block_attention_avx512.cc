@@ -170,6 +170,38 @@ inline float softmax_step(__m512 scores, int valid, float scale, SoftmaxState& s
   return corr;
 }
 
+// softmax_step for H queries at once, step by step across the queries so that their latency
+// chains overlap (one query after another left them serial), the corrections of all H from one
+// exp16: the same bits.
+template <int H>
+inline void softmax_steps(const __m512 (&scores)[H], int valid, float scale, SoftmaxState* st,
+                          float (*ev)[kAttnBlock], float* corr) {
+  const __mmask16 live = static_cast<__mmask16>((1u << valid) - 1);
+  __m512 s[H];
+  float m_new[H];
+  alignas(64) float diff[16] = {};
+#pragma GCC unroll 16
+  for (int h = 0; h < H; ++h) s[h] = _mm512_mul_ps(scores[h], _mm512_set1_ps(scale));
+#pragma GCC unroll 16
+  for (int h = 0; h < H; ++h) m_new[h] = std::max(st[h].m, _mm512_mask_reduce_max_ps(live, s[h]));
+#pragma GCC unroll 16
+  for (int h = 0; h < H; ++h) diff[h] = st[h].m == -INFINITY ? 0.0f : st[h].m - m_new[h];
+  alignas(64) float c[16];
+  _mm512_store_ps(c, exp16_nonpositive(_mm512_load_ps(diff)));
+  __m512 e[H];
+#pragma GCC unroll 16
+  for (int h = 0; h < H; ++h) {
+    e[h] = _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s[h], _mm512_set1_ps(m_new[h]))));
+  }
+#pragma GCC unroll 16
+  for (int h = 0; h < H; ++h) {
+    corr[h] = st[h].m == -INFINITY ? 0.0f : c[h];
+    st[h].l = st[h].l * corr[h] + tree16(e[h]);
+    st[h].m = m_new[h];
+    _mm512_store_ps(ev[h], e[h]);
+  }
+}
+
 // The K or V rows of a block, as the fused form reads them: f16 rows converted in registers
 // (decode, straight from the cache) or a block already converted to f32 [16][hdp] (prompts).
 struct F16Rows {
@@ -357,10 +389,9 @@ void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t
   }
   alignas(64) float ev[H][kAttnBlock];
   float corr[H];
-  for (int h = 0; h < H; ++h) {
-    const __m512 s = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
-    corr[h] = softmax_step(s, valid, scale, st[h], ev[h]);
-  }
+  __m512 s[H];
+  for (int h = 0; h < H; ++h) s[h] = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
+  softmax_steps<H>(s, valid, scale, st, ev, corr);
   v.template add<H>(ev, corr, valid, hdp, st);
 }
 
