@@ -26,6 +26,9 @@ void attend_block_avx512(const float* k, const float* v, const float* q, int val
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
                                    const BlockRows* next);
+void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows, int valid,
+                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
+                                    const BlockRows* next);
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
                                float scale, SoftmaxState* st, const BlockRows* next);
 void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
@@ -233,7 +236,8 @@ const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k = [] {
     BlockAttentionKernels t = with_scalar_bf16({convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512,
-                                                fold_avx512, attend_block_f16_group_avx512, attend_block_group_avx512});
+                                                fold_avx512, attend_block_f16_group_avx512, attend_block_q8_0_group_avx512,
+                                                attend_block_group_avx512});
     if (cpu_features().avx512bf16) {
       t.convert_block_bf16 = convert_block_bf16_avx512bf16;
       t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16_avx512bf16;

@@ -81,6 +81,11 @@ struct BlockAttentionKernels {
   void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                  const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
                                  const BlockRows* next) = nullptr;
+  // The same straight from Q8_0 rows (hd / 32 blocks of 34 bytes each), K and V both: the bits of
+  // convert_block_q8_0 of K and V, then attend_block for query i; hd == hdp, a multiple of 64, at
+  // most 256. nullptr where not built.
+  void (*attend_block_q8_0_group)(const uint8_t* const* krows, const uint8_t* const* vrows, int valid, const float* q,
+                                  int n_q, int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next) = nullptr;
   // The same for a block already converted to f32 (k and v [16][hdp], hdp a multiple of 16), as
   // attend_block for each of the n_q queries (which all see its first `valid` positions) in turn
   // would leave them, each K and V vector loaded once for several queries (prompts: the query heads

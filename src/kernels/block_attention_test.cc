@@ -239,6 +239,64 @@ std::vector<std::vector<uint8_t>> random_q8_0_rows(int n, int64_t hd, std::mt199
   return rows;
 }
 
+// The fused decode form on Q8_0 rows (attend_block_q8_0_group, where built) against the scalar
+// reference's convert_block_q8_0 + attend_block for each query in turn: the same bits, with full
+// and partial blocks and rows past `valid` holding data.
+TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  bool built = false;
+  std::mt19937 rng(400);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t hd : {128, 64, 256}) {
+    for (int n : {1, 7, 16, 33, 300}) {
+      const std::vector<std::vector<uint8_t>> k = random_q8_0_rows(n, hd, rng), v = random_q8_0_rows(n, hd, rng);
+      for (int n_q : {1, 5, 6, 7, 13}) {
+        for (int cut : {0, 3}) {
+          std::vector<float> q(static_cast<size_t>(n_q * hd));
+          for (float& e : q) e = g(rng);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> kf(static_cast<size_t>(16 * hd)), vf(kf);
+          for (const BlockAttentionKernels* kern : all_kernels()) {
+            if (kern->attend_block_q8_0_group == nullptr) continue;
+            built = true;
+            GroupStates want(n_q, hd), got(n_q, hd);
+            for (int b0 = 0; b0 < n; b0 += 16) {
+              const int nb = std::min(16, n - b0);
+              const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+              const uint8_t* kr[16];
+              const uint8_t* vr[16];
+              for (int p = 0; p < nb; ++p) {
+                kr[p] = k[static_cast<size_t>(b0 + p)].data();
+                vr[p] = v[static_cast<size_t>(b0 + p)].data();
+              }
+              ref.convert_block_q8_0(kr, nb, hd, hd, kf.data());
+              ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
+              for (int i = 0; i < n_q; ++i) {
+                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale, want.st[static_cast<size_t>(i)]);
+              }
+              ponder::BlockRows next;
+              const bool full_next = b0 + 32 <= n;
+              if (full_next) {
+                for (int p = 0; p < 16; ++p) {
+                  next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
+                  next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
+                }
+                next.k_bytes = next.v_bytes = static_cast<int64_t>(k[0].size());
+              }
+              kern->attend_block_q8_0_group(kr, vr, valid, q.data(), n_q, hd, scale, got.st.data(),
+                                            full_next ? &next : nullptr);
+            }
+            expect_same_states(got, want, hd,
+                               "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
+                                   std::to_string(n_q) + " queries, cut " + std::to_string(cut));
+          }
+        }
+      }
+    }
+  }
+  if (!built) GTEST_SKIP() << "no Q8_0 rows kernel on this CPU";
+}
+
 // Q8_0 rows (34-byte blocks: f16 scale, 32 int8) to f32: f32(d) * q in every ISA, zeros past n.
 TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
   std::mt19937 rng(11);

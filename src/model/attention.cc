@@ -192,11 +192,17 @@ struct BlockOrder {
     return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq);
   }
 
+  // Whether one row's query vectors (decode) read the block's Q8_0 K and V rows directly.
+  bool reads_q8_0_rows(int64_t nq) const {
+    return kern.attend_block_q8_0_group != nullptr && nq == group && in.cache.k_type() == KvType::kQ8_0 &&
+           in.cache.v_type() == KvType::kQ8_0 && hd == hdp && hd % 64 == 0 && hd <= 256;
+  }
+
   // Whether the kernel that attend_chunk runs for a tile of nq query vectors prefetches the next
   // block itself (spread through its work; else attend_chunk asks for it in one burst).
   bool kernel_prefetches(int64_t nq) const {
     if (in.cache.k_type() == KvType::kBF16) return bf16kv_group_takes(kern, hd);
-    return hdp32 == 0 && (reads_f16_rows(nq) || kern.attend_block_group != nullptr);
+    return hdp32 == 0 && (reads_f16_rows(nq) || reads_q8_0_rows(nq) || kern.attend_block_group != nullptr);
   }
 
   // One block for the tile's query vectors in the f32 block order; a row's query vectors go
@@ -204,12 +210,19 @@ struct BlockOrder {
   void attend_block_f32(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                         const uint8_t* const* vrows, const BlockRows* next, const Buffers& buf,
                         const ChunkStates& st) const {
-    // One row (decode): its query vectors read the f16 rows directly, the same bits (block_attention.h).
+    // One row (decode): its query vectors read the f16 or Q8_0 rows directly, the same bits
+    // (block_attention.h).
     if (reads_f16_rows(nq)) {
       for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
         kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows),
                                     reinterpret_cast<const uint16_t* const*>(vrows), valid, buf.qf + q0 * hdp, n, hdp,
                                     scale, s, q0 == 0 ? next : nullptr);
+      });
+      return;
+    }
+    if (reads_q8_0_rows(nq)) {
+      for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+        kern.attend_block_q8_0_group(krows, vrows, valid, buf.qf + q0 * hdp, n, hdp, scale, s, q0 == 0 ? next : nullptr);
       });
       return;
     }
@@ -272,7 +285,7 @@ struct BlockOrder {
   // path, and where no grouped kernel is built): the grouped kernels spread the same lines evenly
   // through their scores and V sums, 17-26% faster than this burst (kernels/x86, Prefetch).
   void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end) const {
-    const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
+    const int64_t k_bytes = in.cache.k_row_bytes(), v_bytes = in.cache.v_row_bytes();
     for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0)),
              [&](int, const uint8_t* k, const uint8_t* v) {
                for (int64_t o = 0; o < k_bytes; o += 64) __builtin_prefetch(k + o, 0, 2);
@@ -285,7 +298,7 @@ struct BlockOrder {
   // division per position attend_chunk took 8.0% of attention's samples at depth 16384, 3.6% after.
   template <class F>
   void for_rows(std::span<const int32_t> table, int64_t kvh, int64_t b0, int n, const F& f) const {
-    const int64_t k_bytes = kv_row_bytes(in.cache.k_type(), hd), v_bytes = kv_row_bytes(in.cache.v_type(), hd);
+    const int64_t k_bytes = in.cache.k_row_bytes(), v_bytes = in.cache.v_row_bytes();
     for (int p = 0; p < n;) {
       const int64_t pos = b0 + p, slot = pos % bs;
       const uint8_t* k = in.cache.k_row(in.layer, table[pos / bs], kvh, slot);
@@ -324,8 +337,8 @@ struct BlockOrder {
           next.k[p] = k;
           next.v[p] = v;
         });
-        next.k_bytes = kv_row_bytes(in.cache.k_type(), hd);
-        next.v_bytes = kv_row_bytes(in.cache.v_type(), hd);
+        next.k_bytes = in.cache.k_row_bytes();
+        next.v_bytes = in.cache.v_row_bytes();
         ahead = &next;
       }
       if (in.cache.k_type() == KvType::kBF16) {

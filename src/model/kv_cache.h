@@ -44,6 +44,8 @@ class KvCache {
   KvType k_type() const { return k_type_; }
   KvType v_type() const { return v_type_; }
   size_t bytes() const { return n_rows_ * static_cast<size_t>(k_row_ + v_row_); }
+  int64_t k_row_bytes() const { return k_row_; }  // kv_row_bytes(k_type(), head_dim)
+  int64_t v_row_bytes() const { return v_row_; }
 
   // Copies the first n_slots positions of block src into block dst, in every layer and head (copy
   // on write of a shared partial block).

@@ -210,6 +210,13 @@ struct F16Rows {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + d)));
   }
 };
+// Q8_0 rows (decode, straight from the cache): f32(d) * q in registers, convert_block_q8_0's bits.
+struct Q8_0Rows {
+  const uint8_t* const* rows;
+  __m512 load(int p, int64_t d) const {
+    return q8_0_values16(reinterpret_cast<const BlockQ8_0*>(rows[p])[d / kQK], static_cast<int>(d % kQK));
+  }
+};
 struct F32Block {
   const float* base;
   int64_t hdp;
@@ -456,6 +463,19 @@ void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t*
   const uint16_t* kr[kAttnBlock];
   for (int p = 0; p < kAttnBlock; ++p) kr[p] = p < valid ? krows[p] : kZeros;
   attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st, next);
+}
+
+void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows, int valid,
+                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
+                                    const BlockRows* next) {
+  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};  // scale +0, codes 0: +0 everywhere
+  const uint8_t* kr[kAttnBlock];
+  const uint8_t* vr[kAttnBlock];
+  for (int p = 0; p < kAttnBlock; ++p) {
+    kr[p] = p < valid ? krows[p] : reinterpret_cast<const uint8_t*>(kZeros);
+    vr[p] = p < valid ? vrows[p] : reinterpret_cast<const uint8_t*>(kZeros);
+  }
+  attend_group(Q8_0Rows{kr}, Q8_0Rows{vr}, valid, q, n_q, hdp, scale, st, next);
 }
 
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
