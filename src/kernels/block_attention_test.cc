@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -340,6 +341,22 @@ TEST(BlockAttentionTest, Bf16RoundingIsNearestEvenWithSubnormalsFlushed) {
   EXPECT_EQ(out[7], fp32_to_bf16(65504.0f));
   EXPECT_EQ(out[8], 0);
   EXPECT_EQ(out[9], 0);
+  // Random bit patterns (every class: zeros, subnormals, normals, infinities, NaNs) against the
+  // definition: a subnormal to a zero of its sign, then fp32_to_bf16.
+  std::mt19937 rng(7);
+  std::vector<float> many(4096);
+  for (size_t i = 0; i < many.size(); ++i) {
+    uint32_t u = static_cast<uint32_t>(rng());
+    if (i % 4 == 1) u &= 0x807fffffu;  // exponent 0: subnormal or zero
+    if (i % 4 == 2) u |= 0x7f800000u;  // exponent all ones: infinity or NaN
+    many[i] = std::bit_cast<float>(u);
+  }
+  std::vector<uint16_t> got(many.size());
+  round_to_bf16(many.data(), static_cast<int64_t>(many.size()), static_cast<int64_t>(many.size()), got.data());
+  for (size_t i = 0; i < many.size(); ++i) {
+    const float f = std::fpclassify(many[i]) == FP_SUBNORMAL ? std::copysign(0.0f, many[i]) : many[i];
+    ASSERT_EQ(got[i], fp32_to_bf16(f)) << std::hex << std::bit_cast<uint32_t>(many[i]);
+  }
 }
 
 // f16 and Q8_0 rows to bf16 blocks: every ISA's conversion gives the reference's bits.
