@@ -321,15 +321,21 @@ struct BlockOrder {
     const uint8_t* krows[kAttnBlock];
     const uint8_t* vrows[kAttnBlock];
     const bool kernel_prefetches = this->kernel_prefetches(nq);
+    BlockRows next;
+    const BlockRows* ahead = nullptr;  // the block after b0 when full and the kernel prefetches it
     for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
-      for_rows(table, kvh, b0, nb, [&](int p, const uint8_t* k, const uint8_t* v) {
-        krows[p] = k;
-        vrows[p] = v;
-      });
+      if (ahead != nullptr) {  // the previous block's next: its rows already looked up
+        std::copy(next.k, next.k + kAttnBlock, krows);
+        std::copy(next.v, next.v + kAttnBlock, vrows);
+      } else {
+        for_rows(table, kvh, b0, nb, [&](int p, const uint8_t* k, const uint8_t* v) {
+          krows[p] = k;
+          vrows[p] = v;
+        });
+      }
       // The grouped kernels prefetch a full next block themselves, spread through their work.
-      BlockRows next;
-      const BlockRows* ahead = nullptr;
+      ahead = nullptr;
       if (!kernel_prefetches) {
         prefetch_block(kvh, table, b0 + kAttnBlock, end);
       } else if (b0 + 2 * kAttnBlock <= end) {
