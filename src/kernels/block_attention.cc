@@ -161,7 +161,8 @@ uint32_t bf16_pair(const uint16_t* x, int64_t i, int64_t n) {
   return a | b << 16;
 }
 
-void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+// One block (valid 1..16) of the bf16-cache variant.
+void attend_one_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                          int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) {
   float s[kAttnBlock] = {};
   for (int p = 0; p < valid; ++p) {
@@ -182,6 +183,15 @@ void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vr
                           (2 * k + 1 < valid ? static_cast<uint32_t>(vrows[2 * k + 1][i]) << 16 : 0u);
       st.acc[i] = vdpbf16ps_lane(st.acc[i], vp, w);
     }
+  }
+}
+
+// A step of up to 32 positions: its blocks in turn.
+void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
+                         int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) {
+  attend_one_block_bf16kv(krows, vrows, std::min(valid, kAttnBlock), qb, hd, hdp32, scale, st);
+  if (valid > kAttnBlock) {
+    attend_one_block_bf16kv(krows + kAttnBlock, vrows + kAttnBlock, valid - kAttnBlock, qb, hd, hdp32, scale, st);
   }
 }
 

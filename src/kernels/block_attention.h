@@ -26,6 +26,10 @@
 // pairs of positions with the weights rounded to bf16 (l keeps their f32 sum):
 //   for k = 0 .. ceil(valid / 2) - 1, for each column i: vp = (V[2k][i], V[2k + 1][i]) (zero for
 //     the row 2k + 1 = valid); acc[i] = vdpbf16ps_lane(acc[i], vp, (bf16(e[2k]), bf16(e[2k + 1])))
+// Its kernels take steps of up to 32 positions (kAttnStepBf16): two blocks in turn, the bits of two
+// calls, with the second block's scores and softmax step computed before the first block's V sums,
+// and each accumulator loaded and stored once for both. (Session 18: one softmax step over the 32
+// positions, a new order, was no faster than this and moved top-1 rows of Q2_K past the exact rule.)
 // (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the golden
 // files and cost twice the instructions.)
 //
@@ -37,6 +41,7 @@
 namespace ponder {
 
 inline constexpr int kAttnBlock = 16;  // KV positions per block of the block order
+inline constexpr int kAttnStepBf16 = 32;  // positions per kernel call of the bf16-cache variant
 
 // exp(x) for x <= 0 (or -inf): ggml's range reduction and degree-5 polynomial (expf_ggml),
 // scaled by 2^n exactly; 0 below x < -86 (where the result would approach the subnormals), so
@@ -50,12 +55,13 @@ struct SoftmaxState {
   float* acc;  // [hdp] sum of exp(s - m) * V
 };
 
-// The K and V rows of one block of 16 positions as stored (k_bytes and v_bytes each): the next
-// block, whose lines a kernel asks for (prefetch into L2) a few at a time while it computes the
-// current one, a hint that never changes a bit.
+// The K and V rows of the next step's positions as stored (k_bytes and v_bytes each): 16 (one
+// block) for the kernels of 16 positions, 32 for the bf16-cache kernel's steps. A kernel asks for
+// their lines (prefetch into L2) a few at a time while it computes the current step, a hint that
+// never changes a bit.
 struct BlockRows {
-  const uint8_t* k[16];
-  const uint8_t* v[16];
+  const uint8_t* k[kAttnStepBf16];
+  const uint8_t* v[kAttnStepBf16];
   int64_t k_bytes, v_bytes;
 };
 
@@ -107,14 +113,15 @@ struct BlockAttentionKernels {
   // of 64) straight from the f16 rows. nullptr where not built (no AVX512_BF16).
   void (*attend_block_bf16_group)(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
                                   int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
-  // The bf16-cache variant (header) for one query vector qb [hdp32]: krows and vrows the block's
-  // bf16 rows of hd values (the first `valid` are read). Always built (the scalar reference).
+  // The bf16-cache variant (header) for one query vector qb [hdp32]: krows and vrows a step's (up
+  // to 32) bf16 rows of hd values (the first `valid`, 1..32, are read: two blocks in turn). Always built (the scalar
+  // reference).
   void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                               int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
-  // The same for n_q query vectors qb [n_q][hd] that see the same `valid` positions, each K and V
-  // vector loaded once for all of them; hd a multiple of 32, at most 256. next, when not null, is
-  // the following block (16 full K and V rows): its lines are prefetched a few at a time while this
-  // block computes (a hint, the bits never depend on it). nullptr where not built.
+  // The same for n_q query vectors qb [n_q][hd] that see the same `valid` (1..32) positions, each
+  // K and V vector loaded once for all of them; hd a multiple of 32, at most 256. next, when not
+  // null, is the following step (32 full K and V rows): its lines are prefetched a few at a time
+  // while this step computes (a hint, the bits never depend on it). nullptr where not built.
   void (*attend_block_bf16kv_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
                                     const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
                                     const BlockRows* next) = nullptr;

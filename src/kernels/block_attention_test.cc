@@ -154,6 +154,20 @@ const ponder::BlockRows* next_block(const std::vector<std::vector<uint16_t>>& k,
   return &out;
 }
 
+// The 32 rows of k and v from b0 where they all exist (the bf16-cache kernel prefetches them: no bit
+// may change), else nullptr.
+const ponder::BlockRows* next_step(const std::vector<std::vector<uint16_t>>& k,
+                                   const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
+  if (b0 + kAttnStepBf16 > static_cast<int>(k.size())) return nullptr;
+  for (int p = 0; p < kAttnStepBf16; ++p) {
+    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(b0 + p)].data());
+    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(b0 + p)].data());
+  }
+  out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(uint16_t));
+  out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(uint16_t));
+  return &out;
+}
+
 // got's states carry want's bits.
 void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd, const std::string& what) {
   for (size_t i = 0; i < want.st.size(); ++i) {
@@ -481,12 +495,13 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           GroupStates want(n_q, hd), got(n_q, hd);
           int last_valid = 0;
-          for (int b0 = 0; b0 < n; b0 += 16) {
-            const int nb = std::min(16, n - b0);
-            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+          // Steps of up to 32 positions (kAttnStepBf16); a step of 16 or fewer where `step` says.
+          for (int b0 = 0; b0 < n;) {
+            const int nb = std::min(b0 % 3 == 2 ? 16 : kAttnStepBf16, n - b0);
+            const int valid = b0 + nb >= n ? std::max(1, nb - cut) : nb;
             last_valid = b0 + valid;
-            const uint16_t* kr[16];
-            const uint16_t* vr[16];
+            const uint16_t* kr[kAttnStepBf16];
+            const uint16_t* vr[kAttnStepBf16];
             for (int p = 0; p < nb; ++p) {
               kr[p] = k[static_cast<size_t>(b0 + p)].data();
               vr[p] = v[static_cast<size_t>(b0 + p)].data();
@@ -495,7 +510,8 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
               ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale, want.st[static_cast<size_t>(i)]);
             }
             ponder::BlockRows rows;
-            const ponder::BlockRows* next = next_block(k, v, b0, rows);
+            const ponder::BlockRows* next = next_step(k, v, b0 + nb, rows);
+            b0 += nb;
             for (const BlockAttentionKernels* kern : all_kernels()) {
               if (kern->attend_block_bf16kv_group != nullptr && hd % 32 == 0) {
                 kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data(), next);

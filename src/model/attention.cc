@@ -278,15 +278,15 @@ struct BlockOrder {
     });
   }
 
-  // Asks for the K and V rows of the positions [b0, min(b0 + 16, end)) (the next block) to be
+  // Asks for the K and V rows of the positions [b0, min(b0 + step, end)) (the next step) to be
   // brought into the L2 cache while the current block computes, so its first loads do not wait on
   // memory. Measured (decode at depth 16384, 2 threads, attention alone): 9-19% less time with f16
   // and Q8_0 in session 13. Now only for the kernels that do not prefetch themselves (the bf16-scores
   // path, and where no grouped kernel is built): the grouped kernels spread the same lines evenly
   // through their scores and V sums, 17-26% faster than this burst (kernels/x86, Prefetch).
-  void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end) const {
+  void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end, int step) const {
     const int64_t k_bytes = in.cache.k_row_bytes(), v_bytes = in.cache.v_row_bytes();
-    for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0)),
+    for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(step, end - b0)),
              [&](int, const uint8_t* k, const uint8_t* v) {
                for (int64_t o = 0; o < k_bytes; o += 64) __builtin_prefetch(k + o, 0, 2);
                for (int64_t o = 0; o < v_bytes; o += 64) __builtin_prefetch(v + o, 0, 2);
@@ -318,16 +318,18 @@ struct BlockOrder {
     std::fill(st.l, st.l + nq, 0.0f);
     std::fill(st.acc, st.acc + nq * hdp, 0.0f);
     const int64_t end = std::min(n_kv(tile), (chunk + 1) * kAttnChunk);
-    const uint8_t* krows[kAttnBlock];
-    const uint8_t* vrows[kAttnBlock];
+    // Positions per kernel call: a block, or two for the bf16 cache's steps (block_attention.h).
+    const int step = in.cache.k_type() == KvType::kBF16 ? kAttnStepBf16 : kAttnBlock;
+    const uint8_t* krows[kAttnStepBf16];
+    const uint8_t* vrows[kAttnStepBf16];
     const bool kernel_prefetches = this->kernel_prefetches(nq);
     BlockRows next;
-    const BlockRows* ahead = nullptr;  // the block after b0 when full and the kernel prefetches it
-    for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += kAttnBlock) {
-      const int nb = static_cast<int>(std::min<int64_t>(kAttnBlock, end - b0));
-      if (ahead != nullptr) {  // the previous block's next: its rows already looked up
-        std::copy(next.k, next.k + kAttnBlock, krows);
-        std::copy(next.v, next.v + kAttnBlock, vrows);
+    const BlockRows* ahead = nullptr;  // the step after b0 when full and the kernel prefetches it
+    for (int64_t b0 = chunk * kAttnChunk; b0 < end; b0 += step) {
+      const int nb = static_cast<int>(std::min<int64_t>(step, end - b0));
+      if (ahead != nullptr) {  // the previous step's next: its rows already looked up
+        std::copy(next.k, next.k + step, krows);
+        std::copy(next.v, next.v + step, vrows);
       } else {
         for_rows(table, kvh, b0, nb, [&](int p, const uint8_t* k, const uint8_t* v) {
           krows[p] = k;
@@ -337,9 +339,9 @@ struct BlockOrder {
       // The grouped kernels prefetch a full next block themselves, spread through their work.
       ahead = nullptr;
       if (!kernel_prefetches) {
-        prefetch_block(kvh, table, b0 + kAttnBlock, end);
-      } else if (b0 + 2 * kAttnBlock <= end) {
-        for_rows(table, kvh, b0 + kAttnBlock, kAttnBlock, [&](int p, const uint8_t* k, const uint8_t* v) {
+        prefetch_block(kvh, table, b0 + step, end, step);
+      } else if (b0 + 2 * step <= end) {
+        for_rows(table, kvh, b0 + step, step, [&](int p, const uint8_t* k, const uint8_t* v) {
           next.k[p] = k;
           next.v[p] = v;
         });

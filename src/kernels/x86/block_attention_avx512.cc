@@ -299,42 +299,66 @@ struct Bf16PairValues {
   int64_t hd;
   Prefetch pf;  // the same columns (bytes) of rows 2k, 2k + 1
 
-  template <int H, int C>
-  void add_chunk(const uint32_t (*hi)[kAttnBlock / 2], const float* corr,
-                 int n_pairs, int64_t c0, SoftmaxState* st) const {
+  // NB blocks in turn (rows 16b ..): for each, acc times corr[b][h] where it is not 1, then its
+  // n_pairs[b] pairs with the weights hi[h][8b + k]; the accumulators loaded and stored once.
+  template <int H, int C, int NB>
+  void add_chunk(const uint32_t (*hi)[kAttnStepBf16 / 2], const float (*corr)[H], const int* n_pairs, int64_t c0,
+                 SoftmaxState* st) const {
     // Lanes 0-15 of the interleave take elements 0-15 of the two rows alternately, lanes 16-31 elements 16-31.
     const __m512i take_lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
                                              6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i take_hi = _mm512_add_epi16(take_lo, _mm512_set1_epi16(16));
     __m512 a[H][C];
-    load_scaled<H, C>(st, corr, c0, a);
-    for (int k = 0; k < n_pairs; ++k) {
-      for (int r = 2 * k; r < 2 * k + 2; ++r) pf.lines_of_row(r, c0 / 32, (c0 + 16 * C) / 32);
-      __m512bh vv[C];
-      for (int c = 0; c < C; c += 2) {
-        const __m512i r0 = _mm512_loadu_si512(vrows[2 * k] + c0 + 16 * c);
-        const __m512i r1 = _mm512_loadu_si512(vrows[2 * k + 1] + c0 + 16 * c);
-        vv[c] = (__m512bh)_mm512_permutex2var_epi16(r0, take_lo, r1);
-        vv[c + 1] = (__m512bh)_mm512_permutex2var_epi16(r0, take_hi, r1);
-      }
+    for (int h = 0; h < H; ++h)
+      for (int c = 0; c < C; ++c) a[h][c] = _mm512_loadu_ps(st[h].acc + c0 + 16 * c);
+    for (int b = 0; b < NB; ++b) {
       for (int h = 0; h < H; ++h) {
-        const __m512bh wh = (__m512bh)_mm512_set1_epi32(static_cast<int>(hi[h][k]));
-        for (int c = 0; c < C; ++c) a[h][c] = _mm512_dpbf16_ps(a[h][c], vv[c], wh);
+        if (corr[b][h] == 1.0f) continue;
+        const __m512 cv = _mm512_set1_ps(corr[b][h]);
+        for (int c = 0; c < C; ++c) a[h][c] = _mm512_mul_ps(a[h][c], cv);
+      }
+      for (int k = 8 * b; k < 8 * b + n_pairs[b]; ++k) {
+        for (int r = 2 * k; r < 2 * k + 2; ++r) pf.lines_of_row(r, c0 / 32, (c0 + 16 * C) / 32);
+        __m512bh vv[C];
+        for (int c = 0; c < C; c += 2) {
+          const __m512i r0 = _mm512_loadu_si512(vrows[2 * k] + c0 + 16 * c);
+          const __m512i r1 = _mm512_loadu_si512(vrows[2 * k + 1] + c0 + 16 * c);
+          vv[c] = (__m512bh)_mm512_permutex2var_epi16(r0, take_lo, r1);
+          vv[c + 1] = (__m512bh)_mm512_permutex2var_epi16(r0, take_hi, r1);
+        }
+        for (int h = 0; h < H; ++h) {
+          const __m512bh wh = (__m512bh)_mm512_set1_epi32(static_cast<int>(hi[h][k]));
+          for (int c = 0; c < C; ++c) a[h][c] = _mm512_dpbf16_ps(a[h][c], vv[c], wh);
+        }
       }
     }
     store_acc<H, C>(a, c0, st);
   }
 
-  template <int H>
-  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp, SoftmaxState* st) const {
-    alignas(64) uint32_t hi[H][kAttnBlock / 2];
-    for (int h = 0; h < H; ++h) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(hi[h]), (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(ev[h])));
+  // NB (1 or 2) blocks' weights ev[b] [H][16] with their corrections corr[b] and `valid` positions
+  // in all (the first block full when NB = 2).
+  template <int H, int NB = 1>
+  void add_blocks(const float (*const* ev)[kAttnBlock], const float (*corr)[H], int valid, SoftmaxState* st) const {
+    alignas(64) uint32_t hi[H][kAttnStepBf16 / 2];
+    int n_pairs[NB];
+    for (int b = 0; b < NB; ++b) {
+      for (int h = 0; h < H; ++h) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(hi[h] + 8 * b),
+                           (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(ev[b][h])));
+      }
+      n_pairs[b] = (std::min(valid - kAttnBlock * b, kAttnBlock) + 1) / 2;
     }
-    const int n_pairs = (valid + 1) / 2;
     int64_t c0 = 0;
-    for (; c0 + 64 <= hd; c0 += 64) add_chunk<H, 4>(hi, corr, n_pairs, c0, st);
-    for (; c0 < hd; c0 += 32) add_chunk<H, 2>(hi, corr, n_pairs, c0, st);
+    for (; c0 + 64 <= hd; c0 += 64) add_chunk<H, 4, NB>(hi, corr, n_pairs, c0, st);
+    for (; c0 < hd; c0 += 32) add_chunk<H, 2, NB>(hi, corr, n_pairs, c0, st);
+  }
+
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t, SoftmaxState* st) const {
+    const float (*evs[1])[kAttnBlock] = {ev};
+    float c[1][H];
+    std::copy(corr, corr + H, c[0]);
+    add_blocks<H, 1>(evs, c, valid, st);
   }
 };
 
@@ -384,8 +408,8 @@ struct Bf16Scores {
 // H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
 // Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
 // vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
-template <int H, class Scores, class Values>
-void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
+template <int H, class Scores>
+inline void block_scores(const Scores& scores, __m512 (&s)[H]) {
   __m512 grp[4][H];
   for (int g = 0; g < 4; ++g) {
     __m512 a[4][H];
@@ -394,12 +418,37 @@ void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t
     scores.group(g, a);
     for (int h = 0; h < H; ++h) grp[g][h] = fold4(fold8(a[0][h], a[1][h]), fold8(a[2][h], a[3][h]));
   }
+  for (int h = 0; h < H; ++h) s[h] = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
+}
+
+template <int H, class Scores, class Values>
+void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
   alignas(64) float ev[H][kAttnBlock];
   float corr[H];
   __m512 s[H];
-  for (int h = 0; h < H; ++h) s[h] = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
+  block_scores<H>(scores, s);
   softmax_steps<H>(s, valid, scale, st, ev, corr);
   v.template add<H>(ev, corr, valid, hdp, st);
+}
+
+// A step of the bf16-cache variant over 17..32 positions, two blocks in turn (block_attention.h):
+// both blocks' scores (the first with the next step's V rows 0-15 prefetched, the second with
+// 16-31), the two softmax steps, then one V pass for both (the next step's K rows prefetched).
+template <int H>
+void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* vr, int valid, const uint16_t* qb,
+                              int64_t hd, float scale, SoftmaxState* st, const BlockRows* next) {
+  const Prefetch pv0 = next != nullptr ? Prefetch{next->v, next->v_bytes} : Prefetch{};
+  const Prefetch pv1 = next != nullptr ? Prefetch{next->v + kAttnBlock, next->v_bytes} : Prefetch{};
+  const Prefetch pk = next != nullptr ? Prefetch{next->k, next->k_bytes} : Prefetch{};
+  __m512 s0[H], s1[H];
+  block_scores<H>(Bf16Scores<H>{kr, qb, hd, pv0}, s0);
+  block_scores<H>(Bf16Scores<H>{kr + kAttnBlock, qb, hd, pv1}, s1);
+  alignas(64) float ev0[H][kAttnBlock], ev1[H][kAttnBlock];
+  float corr[2][H];
+  softmax_steps<H>(s0, kAttnBlock, scale, st, ev0, corr[0]);
+  softmax_steps<H>(s1, valid - kAttnBlock, scale, st, ev1, corr[1]);
+  const float (*evs[2])[kAttnBlock] = {ev0, ev1};
+  Bf16PairValues{vr, hd, pk}.add_blocks<H, 2>(evs, corr, valid, st);
 }
 
 // run(H, first query) over n_q queries, six at a time, H a compile-time constant.
@@ -528,12 +577,20 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const ui
                                           const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
                                           const BlockRows* next) {
   alignas(64) static const uint16_t kZeros[256] = {};
-  const uint16_t* kr[kAttnBlock];
-  const uint16_t* vr[kAttnBlock];
-  for (int p = 0; p < kAttnBlock; ++p) {
+  const uint16_t* kr[kAttnStepBf16];
+  const uint16_t* vr[kAttnStepBf16];
+  for (int p = 0; p < kAttnStepBf16; ++p) {
     kr[p] = p < valid ? krows[p] : kZeros;
     vr[p] = p < valid ? vrows[p] : kZeros;
   }
+  if (valid > kAttnBlock) {
+    in_sixes(n_q, [&](auto h, int h0) {
+      attend_heads_bf16kv_pair<h()>(kr, vr, valid, qb + h0 * hd, hd, scale, st + h0,
+                                    h0 == 0 && valid == kAttnStepBf16 ? next : nullptr);
+    });
+    return;
+  }
+  // At most 16 positions: one block (the same bits).
   in_sixes(n_q, [&](auto h, int h0) {
     attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, next_v(next, valid, h0)},
                            Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale, st + h0);
