@@ -29,7 +29,7 @@
 // Its kernels take steps of up to 32 positions (kAttnStepBf16): two blocks in turn, the bits of two
 // calls, with the second block's scores and softmax step computed before the first block's V sums,
 // and each accumulator loaded and stored once for both. (Session 18: one softmax step over the 32
-// positions, a new order, was no faster than this and moved top-1 rows of Q2_K past the exact rule.)
+// positions, a new order, was only a little faster and moved top-1 rows of Q2_K past the exact rule.)
 // (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the golden
 // files and cost twice the instructions.)
 //
