@@ -114,8 +114,8 @@ struct BlockAttentionKernels {
   void (*attend_block_bf16_group)(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
                                   int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
   // The bf16-cache variant (header) for one query vector qb [hdp32]: krows and vrows a step's (up
-  // to 32) bf16 rows of hd values (the first `valid`, 1..32, are read: two blocks in turn). Always built (the scalar
-  // reference).
+  // to 32) bf16 rows of hd values (the first `valid`, 1..32, are read: two blocks in turn). Always
+  // built (the scalar reference).
   void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
                               int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
   // The same for n_q query vectors qb [n_q][hd] that see the same `valid` (1..32) positions, each

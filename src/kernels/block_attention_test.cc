@@ -140,32 +140,29 @@ struct BlockRows {
   }
 };
 
-// The rows of the block after b0 of k and v where it is full (the kernels prefetch it: no bit may
+// The n rows of k and v from `from` where they all exist (the kernels prefetch them: no bit may
 // change), else nullptr.
-const ponder::BlockRows* next_block(const std::vector<std::vector<uint16_t>>& k,
-                                    const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
-  if (b0 + 32 > static_cast<int>(k.size())) return nullptr;
-  for (int p = 0; p < 16; ++p) {
-    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(b0 + 16 + p)].data());
-    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(b0 + 16 + p)].data());
+const ponder::BlockRows* rows_ahead(const std::vector<std::vector<uint16_t>>& k,
+                                    const std::vector<std::vector<uint16_t>>& v, int from, int n,
+                                    ponder::BlockRows& out) {
+  if (from + n > static_cast<int>(k.size())) return nullptr;
+  for (int p = 0; p < n; ++p) {
+    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(from + p)].data());
+    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(from + p)].data());
   }
   out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(uint16_t));
   out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(uint16_t));
   return &out;
 }
 
-// The 32 rows of k and v from b0 where they all exist (the bf16-cache kernel prefetches them: no bit
-// may change), else nullptr.
+// The block after b0 where it is full; the bf16-cache kernel's next step (32 rows) from b0.
+const ponder::BlockRows* next_block(const std::vector<std::vector<uint16_t>>& k,
+                                    const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
+  return rows_ahead(k, v, b0 + kAttnBlock, kAttnBlock, out);
+}
 const ponder::BlockRows* next_step(const std::vector<std::vector<uint16_t>>& k,
                                    const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
-  if (b0 + kAttnStepBf16 > static_cast<int>(k.size())) return nullptr;
-  for (int p = 0; p < kAttnStepBf16; ++p) {
-    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(b0 + p)].data());
-    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(b0 + p)].data());
-  }
-  out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(uint16_t));
-  out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(uint16_t));
-  return &out;
+  return rows_ahead(k, v, b0, kAttnStepBf16, out);
 }
 
 // got's states carry want's bits.
@@ -495,7 +492,7 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           GroupStates want(n_q, hd), got(n_q, hd);
           int last_valid = 0;
-          // Steps of up to 32 positions (kAttnStepBf16); a step of 16 or fewer where `step` says.
+          // Steps of up to 32 positions (kAttnStepBf16), some of 16 between them, the last cut short.
           for (int b0 = 0; b0 < n;) {
             const int nb = std::min(b0 % 3 == 2 ? 16 : kAttnStepBf16, n - b0);
             const int valid = b0 + nb >= n ? std::max(1, nb - cut) : nb;
