@@ -72,6 +72,8 @@ struct Engine::SeqState {
   std::deque<int32_t> forced;  // tokens to emit next instead of sampling ("</think>\n\n")
   bool stop_at_eog = true;
   bool started = false;  // its prompt has had a step
+  bool answering = true;  // past R1's thinking (the grammar, if any, applies)
+  std::unique_ptr<grammar::Matcher> matcher;  // the request's grammar, this choice's place in it
   Sampler sampler;
   text::StreamDecoder decoder;
   StopStrings stops;
@@ -95,6 +97,17 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   logits_.resize(static_cast<size_t>(config_.max_running) * static_cast<size_t>(model.config().n_vocab));
   recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
   end_think_tokens_ = tokenizer_.encode("</think>\n\n", true);
+  if (const std::vector<int32_t> t = tokenizer_.encode("</think>", true); t.size() == 1) think_end_token_ = t[0];
+  // Grammars write text: only ordinary and byte tokens may be chosen by a mask (control and
+  // added tokens never; end of generation is allowed apart, when the grammar may end).
+  std::vector<std::string> bytes(static_cast<size_t>(tokenizer_.n_vocab()));
+  for (int32_t t = 0; t < tokenizer_.n_vocab(); ++t) {
+    const text::TokenType type = tokenizer_.token_type(t);
+    if (type == text::TokenType::kNormal || type == text::TokenType::kByte) bytes[static_cast<size_t>(t)] = tokenizer_.token_to_bytes(t);
+  }
+  bytes.resize(static_cast<size_t>(model.config().n_vocab));  // padding ids, if any: never
+  grammar_vocab_ = std::make_shared<const grammar::Vocabulary>(std::move(bytes));
+  masked_logits_.resize(static_cast<size_t>(model.config().n_vocab));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -204,6 +217,8 @@ void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
       st->n_keep = keep < 0 ? seq->n_prompt : keep;
       st->reasoning_budget = req.starts_in_thinking ? req.options.reasoning_budget : -1;
       st->stop_at_eog = req.options.stop_at_eog;
+      st->answering = !req.starts_in_thinking;
+      if (req.options.grammar) st->matcher = std::make_unique<grammar::Matcher>(req.options.grammar, grammar_vocab_);
       st->stats.n_prompt = seq->n_prompt;
       for (int32_t t : req.prompt) st->sampler.accept(t);
       seqs_[seq->id] = std::move(st);
@@ -262,11 +277,20 @@ int32_t Engine::prefill_budget() const {
 void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
   const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
   int32_t token = 0;
+  const bool constrained = st.matcher && st.answering;
   if (!st.forced.empty()) {
     token = st.forced.front();
     st.forced.pop_front();
+  } else if (constrained) {
+    token = sample_constrained(st, logits);
   } else {
     token = st.sampler.sample(logits);
+    if (st.matcher && tokenizer_.is_eog(token) && st.splitter.in_thinking()) {
+      // A constrained request must answer: its end while thinking becomes "</think>".
+      force_end_of_thinking(st, false);
+      token = st.forced.front();
+      st.forced.pop_front();
+    }
   }
   st.sampler.accept(token);
   if (st.stats.n_gen == 0) {
@@ -301,7 +325,17 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
   if (st.reasoning_budget >= 0 && st.forced.empty() && st.splitter.in_thinking() && st.stats.n_reasoning >= st.reasoning_budget) {
     force_end_of_thinking(st, false);
   }
-  if (eog || st.stops.stopped()) {
+  bool grammar_done = false;
+  if (constrained && !eog) {
+    // A forced token the grammar refuses (a stop of the thinking it did not plan) is written
+    // but not matched; the mask keeps every sampled one inside the grammar.
+    if (!st.matcher->accept_token(token)) log_warn("grammar: refused forced token {}", token);
+    grammar_done = st.matcher->complete();
+  }
+  if (!st.answering && (token == think_end_token_ || (think_end_token_ < 0 && !st.splitter.in_thinking()))) {
+    st.answering = true;
+  }
+  if (eog || st.stops.stopped() || grammar_done) {
     finish(seq.id, "stop");
   } else if (st.stats.n_gen >= st.max_tokens) {
     finish(seq.id, "length");
@@ -309,6 +343,26 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     seq.tokens.push_back(token);
     if (static_cast<int32_t>(seq.tokens.size()) > max_context_) shift_context(st, seq);
   }
+}
+
+// The sampler's chain over the logits with every token the grammar refuses at -inf; end of
+// generation only where the grammar may end.
+int32_t Engine::sample_constrained(SeqState& st, const float* logits) {
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
+  const std::shared_ptr<const std::vector<uint64_t>> mask = st.matcher->allowed();
+  const bool may_end = st.matcher->accepting();
+  float* out = masked_logits_.data();
+  const uint64_t* bits = mask->data();
+  for (int32_t t = 0; t < n_vocab; ++t) {
+    const bool ok = (bits[t >> 6] >> (t & 63)) & 1;
+    out[t] = ok ? logits[t] : -INFINITY;
+  }
+  if (may_end) {
+    for (int32_t t : tokenizer_.eog_tokens()) {
+      if (t >= 0 && t < n_vocab) out[t] = logits[t];
+    }
+  }
+  return st.sampler.sample(out);
 }
 
 void Engine::force_end_of_thinking(SeqState& st, bool on_request) {

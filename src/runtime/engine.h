@@ -24,6 +24,7 @@
 #include "base/thread_pool.h"
 #include "model/qwen2_model.h"
 #include "runtime/engine_metrics.h"
+#include "grammar/token_mask.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
 #include "text/tokenizer.h"
@@ -83,6 +84,7 @@ class Engine {
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;
   void sample(SeqState& st, Sequence& seq, const float* logits);
+  int32_t sample_constrained(SeqState& st, const float* logits);
   void finish(uint64_t seq_id, const std::string& reason, const std::string& error = "");
 
   Qwen2Model& model_;
@@ -99,6 +101,9 @@ class Engine {
   std::vector<uint64_t> cancels_;
   std::vector<uint64_t> end_thinking_;
   std::vector<int32_t> end_think_tokens_;  // "</think>\n\n"
+  int32_t think_end_token_ = -1;           // "</think>" when it is one token
+  std::shared_ptr<const grammar::Vocabulary> grammar_vocab_;  // token bytes for grammar masks
+  std::vector<float> masked_logits_;       // [n_vocab] scratch of a constrained step
   std::map<uint64_t, bool> live_;  // requests queued or running (value unused)
   uint64_t next_request_ = 1;
   int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started

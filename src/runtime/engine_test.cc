@@ -464,3 +464,85 @@ TEST(EngineTest, ContextShiftGoesPastTheContextTheSameAloneAndBatched) {
 
 }  // namespace
 }  // namespace ponder
+
+namespace ponder {
+namespace {
+
+std::shared_ptr<grammar::Grammar> answer_grammar(int32_t leading_newlines) {
+  grammar::CompileOptions o;
+  o.leading_newlines = leading_newlines;
+  auto g = grammar::Grammar::compile(
+      "root ::= \"{\\\"n\\\": \" [0-9]{1,3} \", \\\"ok\\\": \" (\"true\" | \"false\") \", \\\"tag\\\": \\\"\" [a-z ]{0,12} \"\\\"}\"\n", o);
+  EXPECT_TRUE(g.has_value()) << g.status().message();
+  return *g;
+}
+
+// Constrained decoding: R1 thinks freely, then answers a sentence of the grammar (sampled at
+// temperature 1 from random weights); an end of sequence while thinking becomes </think>; the
+// same tokens alone and batched with free and constrained requests; max_tokens cutting the answer
+// says "length".
+TEST(EngineTest, ConstrainedAnswersFollowTheGrammarAloneAndBatched) {
+  auto f = load("Q8_0");
+  Engine engine(*f->model, f->tokenizer, config(8192));
+  const auto g = answer_grammar(2);
+  auto constrained = [&](int i, bool thinking) {
+    EngineRequest r = request(prompt_tokens(f->tokenizer, i), 120, 1.0f, 100 + static_cast<uint64_t>(i));
+    r.starts_in_thinking = thinking;
+    r.options.stop_at_eog = true;
+    r.options.reasoning_budget = thinking ? 4 + i % 5 : -1;
+    r.options.grammar = thinking ? g : answer_grammar(0);
+    return r;
+  };
+  std::vector<Stream::Choice> alone;
+  for (int i = 0; i < 6; ++i) {
+    const bool thinking = i % 3 != 2;
+    const Stream::Choice c = run_one(engine, constrained(i, thinking));
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    EXPECT_EQ(c.stats.finish_reason, "stop");
+    EXPECT_TRUE(g->accepts(c.content)) << "'" << c.content << "'";
+    EXPECT_EQ(c.content.find('{'), thinking ? c.content.find_first_not_of('\n') : 0u);
+    if (thinking) {
+      EXPECT_FALSE(c.reasoning.empty());
+    }
+    alone.push_back(c);
+  }
+  // Batched: the six again, beside free requests, all at once.
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < 9; ++i) {
+    auto s = std::make_unique<Stream>();
+    EngineRequest r = i < 6 ? constrained(i, i % 3 != 2) : request(prompt_tokens(f->tokenizer, i), 40, 1.0f, 7);
+    r.sink = s->sink();
+    ASSERT_TRUE(engine.submit(std::move(r)).has_value());
+    streams.push_back(std::move(s));
+  }
+  for (int i = 0; i < 6; ++i) {
+    streams[static_cast<size_t>(i)]->wait();
+    EXPECT_EQ(streams[static_cast<size_t>(i)]->choices[0].tokens, alone[static_cast<size_t>(i)].tokens) << i;
+  }
+  for (int i = 6; i < 9; ++i) streams[static_cast<size_t>(i)]->wait();
+
+  // End of sequence made likely: while thinking it becomes </think>; in the answer it may come
+  // only where the grammar can end.
+  const std::vector<int32_t> end_think = f->tokenizer.encode("</think>\n\n", true);
+  EngineRequest eos = constrained(1, true);
+  eos.options.reasoning_budget = -1;
+  for (int32_t t : f->tokenizer.eog_tokens()) eos.options.sampling.logit_bias.push_back({t, 30.0f});
+  const Stream::Choice e = run_one(engine, eos);
+  ASSERT_GE(e.tokens.size(), 2u);
+  EXPECT_EQ(e.tokens[0], end_think[0]);
+  EXPECT_EQ(e.tokens[1], end_think[1]);
+  EXPECT_TRUE(g->accepts(e.content)) << e.content;
+  EXPECT_EQ(e.stats.finish_reason, "stop");
+
+  // Cut by max_tokens inside the answer: "length", and what came is a prefix of a sentence.
+  EngineRequest cut = constrained(2, false);
+  cut.options.max_tokens = 3;
+  const Stream::Choice c = run_one(engine, cut);
+  EXPECT_EQ(c.stats.finish_reason, "length");
+  EXPECT_TRUE(g->accepts_prefix(c.content));
+  EXPECT_FALSE(g->accepts(c.content));
+  expect_clean(engine);
+}
+
+}  // namespace
+}  // namespace ponder

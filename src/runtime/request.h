@@ -8,9 +8,11 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "runtime/sampler.h"
 
 namespace ponder {
@@ -27,6 +29,10 @@ struct GenerateOptions {
   // R1: thinking tokens after which "</think>" and a blank line are forced, so the model answers
   // (-1: no limit). Engine::end_thinking() does the same at once.
   int32_t reasoning_budget = -1;
+  // Constrained decoding: the answer is a sentence of this grammar. When the output starts
+  // inside R1's thinking, the thinking is free and the grammar starts after "</think>"; an
+  // end of sequence sampled while thinking becomes "</think>", so an answer always comes.
+  std::shared_ptr<grammar::Grammar> grammar;
 };
 
 struct GenerateStats {
@@ -44,7 +50,7 @@ struct GenerateStats {
   double gen_s = 0;         // time from the first to the last generated token
   double ttft_s = 0;        // time to first token, from the call
   double max_gap_s = 0;     // longest time between two generated tokens
-  std::string finish_reason;    // "stop" (EOS or stop string), "length", "context", "cancelled"
+  std::string finish_reason;    // "stop" (EOS, stop string, grammar complete), "length", "context", "cancelled"
   std::vector<int32_t> tokens;  // generated ids
 };
 

@@ -84,6 +84,7 @@ class Tokenizer {
   // CONTROL or USER_DEFINED: the tokens that parse_special recognises.
   bool is_added(int32_t id) const;
   bool is_eog(int32_t id) const;  // end of generation: EOS, <|EOT|>, <|im_end|>, <|endoftext|>
+  const std::vector<int32_t>& eog_tokens() const { return eog_; }
 
   // The added token (CONTROL or USER_DEFINED) written at text[pos...], longest first, or -1.
   int32_t added_token_at(std::string_view text, size_t pos) const;
