@@ -101,8 +101,9 @@ struct Compiler {
       case GbnfElement::Kind::kGroup: {
         if (e.alts.size() == 1) return sequence(e.alts[0], owner);
         const uint32_t rule = new_rule(owner + "-group");
+        const std::string group = names[rule];  // a copy: sequence() adds rules, names may move
         for (const GbnfSequence& s : e.alts) {
-          std::vector<Element> alt = sequence(s, names[rule]);
+          std::vector<Element> alt = sequence(s, group);
           alts[rule].push_back(std::move(alt));
         }
         seq.push_back({Element::Type::kRef, rule});

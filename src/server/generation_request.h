@@ -37,6 +37,11 @@ struct GenerationRequest {
   std::string user;
   std::string prompt_cache_key;  // OpenAI's field (server/route_key.h)
   std::string conversation_id;   // the X-Conversation-Id header (server/route_key.h)
+  // Constrained decoding: the GBNF the answer must follow ("" none), built from whichever field
+  // asked for it (response_format, grammar, json_schema, format, tools), named for errors.
+  std::string grammar;
+  std::string grammar_field;
+  bool tool_calls = false;  // tools were offered: the answer is read for R1's tool calls
 };
 
 }  // namespace ponder::server

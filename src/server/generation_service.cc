@@ -18,11 +18,13 @@ nlohmann::json prompt_progress(const EngineEvent& ev) {
           {"time_ms", ev.stats.prompt_s * 1000}};
 }
 
-std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out) {
+std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out,
+                                      bool* opens_thinking) {
   if (g.chat) {
     auto segments = ctx.chat_template.render(g.messages, true);
     if (!segments.has_value()) return ApiError::bad_request(segments.status().message(), "messages");
     *out = text::tokenize_chat(ctx.tokenizer, *segments);
+    if (opens_thinking) *opens_thinking = text::prompt_opens_thinking(*segments);
   } else if (!g.prompt_tokens.empty()) {
     *out = g.prompt_tokens;
   } else {
@@ -43,7 +45,8 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
                                           std::function<void(EngineEvent&&)> on_event, Submission* out) {
   if (ctx.draining.load()) return ApiError::busy("the server is shutting down");
   EngineRequest req;
-  if (auto e = prompt_tokens(ctx, g, &req.prompt)) return e;
+  bool opens_thinking = false;
+  if (auto e = prompt_tokens(ctx, g, &req.prompt, &opens_thinking)) return e;
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
   const int64_t n_ctx = ctx.engine.max_context();
   const bool shift = ctx.engine.config().context_shift;  // the prompt must fit; the rest may shift
@@ -58,10 +61,19 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     return e;
   }
   req.options = g.options;
-  req.starts_in_thinking = g.chat && g.split_reasoning && ctx.r1();
+  req.starts_in_thinking = g.chat && g.split_reasoning && ctx.r1() && opens_thinking;
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
   req.report_progress = g.return_progress && g.stream;
+  if (!g.grammar.empty()) {
+    grammar::CompileOptions o;
+    o.leading_newlines = req.starts_in_thinking ? 2 : 0;  // R1's blank line after </think>
+    auto compiled = ctx.grammars.get(g.grammar, o);
+    if (!compiled.has_value()) {
+      return ApiError::bad_request(fmt::format("'{}': {}", g.grammar_field, compiled.status().message()), g.grammar_field);
+    }
+    req.options.grammar = *compiled;
+  }
   auto post = ctx.post;
   std::string key, context, question;
   if (ctx.cache != nullptr && g.cache) {
@@ -74,7 +86,10 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
       no_prompt.sink = nullptr;
       std::string earlier;
       const size_t n_earlier = g.chat ? g.messages.size() - 1 : 0;
-      for (size_t i = 0; i < n_earlier; ++i) earlier += g.messages[i].role + ": " + normalize_question(g.messages[i].content) + "\n";
+      for (size_t i = 0; i < n_earlier; ++i) {
+        earlier += g.messages[i].role + ": " + normalize_question(g.messages[i].content) + "\n";
+        for (const text::ChatToolCall& c : g.messages[i].tool_calls) earlier += "call " + c.name + " " + c.arguments + "\n";
+      }
       context = cache_hash(response_cache_key(ctx.fingerprint, no_prompt, g.seed_given, ctx.numerics,
                                               ctx.engine.config().context_shift) + "\n" + earlier);
       question = g.chat ? g.messages.back().content : g.prompt;

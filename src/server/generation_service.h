@@ -28,7 +28,8 @@ struct Submission {
 };
 
 // The prompt's tokens, or the error to answer with.
-std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out);
+std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out,
+                                      bool* opens_thinking = nullptr);
 
 // The prompt_progress object of llama.cpp for a kProgress event.
 nlohmann::json prompt_progress(const EngineEvent& ev);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <fmt/core.h>
+
+#include "grammar/json_schema.h"
 #include "server/field_reader.h"
 #include "server/openai_protocol.h"
 
@@ -16,6 +19,7 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
   FieldReader f(body);
   g->options.sampling = d.sampling;
   g->options.max_tokens = d.max_tokens;
+  g->options.reasoning_budget = d.reasoning_budget;
   g->stream = f.boolean("stream").value_or(true);
   *think = f.boolean("think").value_or(true);
   if (f.has("options")) {
@@ -23,10 +27,34 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
     if (!o.is_object()) return "'options' must be an object";
     FieldReader of(o);
     g->seed_given = read_sampling(of, &g->options);
+    if (auto v = of.integer("reasoning_budget", -1, 1 << 24)) g->options.reasoning_budget = static_cast<int32_t>(*v);
     if (auto n = of.integer("num_predict", -2, 1 << 24); n && *n > 0) {
       g->options.max_tokens = d.max_tokens > 0 ? std::min<int32_t>(static_cast<int32_t>(*n), d.max_tokens) : static_cast<int32_t>(*n);
     }
     if (!of.ok()) return of.error().message;
+  }
+  // Fields of Ollama's API that Ponder does not implement: refused by name, never ignored.
+  for (const char* name : {"tools", "images", "suffix", "context", "template"}) {
+    auto it = body.find(name);
+    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
+      return fmt::format("'{}' is not supported by Ponder", name);
+    }
+  }
+  // format: "json" (any JSON object) or a JSON Schema; "" or null: free text.
+  if (f.has("format") && !body["format"].is_null()) {
+    const json& fmt = body["format"];
+    if (fmt.is_string() && fmt.get<std::string>().empty()) {
+    } else if (fmt == "json") {
+      g->grammar = grammar::json_object_gbnf();
+      g->grammar_field = "format";
+    } else if (fmt.is_object()) {
+      auto gbnf = grammar::json_schema_to_gbnf(fmt);
+      if (!gbnf.has_value()) return "'format': " + gbnf.status().message();
+      g->grammar = std::move(*gbnf);
+      g->grammar_field = "format";
+    } else {
+      return "'format' must be \"json\" or a JSON Schema object";
+    }
   }
   if (!f.ok()) return f.error().message;
   return std::nullopt;

@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include "grammar/json_schema.h"
 #include "server/field_reader.h"
+#include "server/openai_tools.h"
 
 namespace ponder::server {
 
@@ -15,7 +17,7 @@ constexpr int32_t kMaxStops = 16;
 
 // Fields OpenAI defines that Ponder does not implement: refused by name, never silently ignored.
 void refuse_unsupported(FieldReader& f, const json& body) {
-  for (const char* name : {"tools", "tool_choice", "functions", "function_call", "audio", "prediction"}) {
+  for (const char* name : {"audio", "prediction"}) {
     if (f.has(name)) f.fail(ApiError::unsupported(name, fmt::format("'{}'", name)));
   }
   if (body.contains("modalities") && body["modalities"].is_array()) {
@@ -23,13 +25,54 @@ void refuse_unsupported(FieldReader& f, const json& body) {
       if (m != "text") f.fail(ApiError::unsupported("modalities", "an output modality other than text"));
     }
   }
-  if (f.has("response_format")) {
+}
+
+// Sets the constraint of a request from a JSON Schema, or fails naming the field.
+void constrain_to_schema(FieldReader& f, const json& schema, const std::string& field, GenerationRequest* out) {
+  auto gbnf = grammar::json_schema_to_gbnf(schema);
+  if (!gbnf.has_value()) return f.fail(ApiError::bad_request(fmt::format("'{}': {}", field, gbnf.status().message()), field));
+  out->grammar = std::move(*gbnf);
+  out->grammar_field = field;
+}
+
+}  // namespace
+
+// response_format (OpenAI), grammar and json_schema (llama.cpp): at most one of them.
+void read_constraint(FieldReader& f, const json& body, GenerationRequest* out) {
+  int n = 0;
+  for (const char* name : {"response_format", "grammar", "json_schema"}) n += f.has(name) && !body[name].is_null();
+  if (n > 1) return f.fail(ApiError::bad_request("send only one of 'response_format', 'grammar' and 'json_schema'", "response_format"));
+  if (f.has("response_format") && !body["response_format"].is_null()) {
     const json& rf = body["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
-      f.fail(ApiError::unsupported("response_format", "a response_format other than {\"type\": \"text\"}"));
+    const json* type = rf.is_object() ? &rf["type"] : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      return f.fail(ApiError::bad_request("'response_format' must be an object with a string 'type'", "response_format"));
+    }
+    if (*type == "json_object") {
+      out->grammar = grammar::json_object_gbnf();
+      out->grammar_field = "response_format";
+    } else if (*type == "json_schema") {
+      auto js = rf.find("json_schema");
+      if (js == rf.end() || !js->is_object() || !js->contains("schema") || !((*js)["schema"].is_object() || (*js)["schema"].is_boolean())) {
+        return f.fail(ApiError::bad_request("'response_format.json_schema.schema' must be a JSON Schema object", "response_format"));
+      }
+      constrain_to_schema(f, (*js)["schema"], "response_format", out);
+    } else if (*type != "text") {
+      f.fail(ApiError::bad_request(fmt::format("'response_format.type' is '{}'; it must be text, json_object or json_schema", type->get<std::string>()), "response_format"));
     }
   }
+  if (auto g = f.string("grammar")) {
+    out->grammar = *g;
+    out->grammar_field = "grammar";
+  }
+  if (f.has("json_schema") && !body["json_schema"].is_null()) {
+    const json& js = body["json_schema"];
+    if (!js.is_object() && !js.is_boolean()) return f.fail(ApiError::bad_request("'json_schema' must be a JSON Schema object", "json_schema"));
+    constrain_to_schema(f, js, "json_schema", out);
+  }
 }
+
+namespace {
 
 // logit_bias: {"token id": bias}; -100 or less bans the token (OpenAI's convention).
 void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
@@ -99,6 +142,7 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
     }
   }
   refuse_unsupported(f, body);
+  read_constraint(f, body, out);
 }
 
 std::optional<std::string> message_content(FieldReader& f, const json& m, size_t i, const std::string& role) {
@@ -204,23 +248,31 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaul
       }
       std::string role = m["role"].get<std::string>();
       if (role == "developer") role = "system";
-      if (role == "tool" || role == "function") {
-        f.fail(ApiError::unsupported(where + ".role", "the role '" + role + "'"));
+      if (role == "function") {
+        f.fail(ApiError::unsupported(where + ".role", "the deprecated role 'function' (send 'tool')"));
         break;
       }
-      if (role != "system" && role != "user" && role != "assistant") {
-        f.fail(ApiError::bad_request(fmt::format("'{}.role' is '{}'; it must be system, developer, user or assistant", where, role), where + ".role"));
+      if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+        f.fail(ApiError::bad_request(fmt::format("'{}.role' is '{}'; it must be system, developer, user, assistant or tool", where, role), where + ".role"));
         break;
       }
-      if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
-        f.fail(ApiError::unsupported(where + ".tool_calls", "'tool_calls'"));
-        break;
+      text::ChatMessage msg{role, ""};
+      if (!read_message_tool_calls(f, m, where, &msg)) break;
+      if (role == "tool") {
+        if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
+          f.fail(ApiError::bad_request(fmt::format("'{}.tool_call_id' is required for a tool message", where), where + ".tool_call_id"));
+          break;
+        }
+        msg.tool_call_id = m["tool_call_id"].get<std::string>();
       }
-      auto content = message_content(f, m, i, role);
+      const bool may_be_empty = role == "assistant" || !msg.tool_calls.empty();
+      auto content = message_content(f, m, i, may_be_empty ? "assistant" : role);
       if (!content) break;
-      out->messages.push_back({role, *content});
+      msg.content = std::move(*content);
+      out->messages.push_back(std::move(msg));
     }
   }
+  if (f.ok()) read_tools(f, body, out);
   if (!f.ok()) return f.error();
   return std::nullopt;
 }
@@ -234,6 +286,9 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
   if (auto k = f.integer("logprobs", 0, 5)) out->n_logprobs = static_cast<int32_t>(*k);
   if (auto echo = f.boolean("echo"); echo && *echo) f.fail(ApiError::unsupported("echo", "'echo'"));
   if (f.has("suffix")) f.fail(ApiError::unsupported("suffix", "'suffix'"));
+  for (const char* name : {"tools", "tool_choice"}) {
+    if (f.has(name)) f.fail(ApiError::unsupported(name, fmt::format("'{}' on completions (the chat route has them)", name)));
+  }
   if (f.has("best_of") && body["best_of"] != 1) f.fail(ApiError::unsupported("best_of", "'best_of' other than 1"));
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) {

@@ -26,6 +26,10 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, con
 // min_p, penalties, seed, logit_bias, stop).
 // True when the request gave a seed.
 bool read_sampling(FieldReader& f, GenerateOptions* options);
+// The answer's constraint: OpenAI's response_format (text, json_object, json_schema) or
+// llama.cpp's grammar (GBNF) or json_schema, at most one; a schema keyword Ponder does not
+// support fails naming it.
+void read_constraint(FieldReader& f, const nlohmann::json& body, GenerationRequest* out);
 
 // The usage object of OpenAI (with cached and reasoning token details).
 struct Usage {

@@ -83,11 +83,18 @@ TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
       {{{"max_tokens", 0}}, "max_tokens"},          {{{"max_tokens", 1.5}}, "max_tokens"},
       {{{"top_logprobs", 3}}, "top_logprobs"},      {{{"stop", {1, 2}}}, "stop"},
       {{{"logit_bias", {{"x", 1}}}}, "logit_bias"}, {{{"logit_bias", {{"5", 200}}}}, "logit_bias"},
-      {{{"stream", "yes"}}, "stream"},              {{{"tools", {{{"type", "function"}}}}}, "tools"},
-      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
-      {{{"reasoning_format", "weird"}}, "reasoning_format"},
+      {{{"stream", "yes"}}, "stream"},              {{{"tools", {{{"type", "function"}}}}}, "tools[0].function"},
+      {{{"response_format", {{"type", "xml"}}}}, "response_format"},
+      {json::parse(R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {}}}}})"), "response_format"},
+      {json::parse(R"({"response_format": {"type": "json_schema"}})"), "response_format"},
+      {json::parse(R"({"json_schema": {"type": "object"}, "grammar": "root ::= \"a\""})"), "response_format"},
+      {json::parse(R"({"tools": [{"type": "function", "function": {"description": "no name"}}]})"), "tools[0].function.name"},
+      {json::parse(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})"), "tool_choice"},
+      {json::parse(R"({"tool_choice": "auto"})"), "tool_choice"},
+      {json::parse(R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "call_9", "content": "42"}]})"), "messages[1].tool_call_id"},
       {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, "messages[0].role"},
-      {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].tool_call_id"},
+      {{{"messages", {{{"role", "function"}, {"content", "x"}}}}}, "messages[0].role"},
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, "messages[0].content"},
       {{{"messages", "hi"}}, "messages"},
       {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},  // only assistant turns may omit it
@@ -101,6 +108,32 @@ TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
     EXPECT_EQ(e->status, 400);
     EXPECT_EQ(e->param, c.param) << c.patch.dump() << ": " << e->message;
   }
+}
+
+TEST(OpenAiProtocolTest, ConstraintsAndToolsBecomeAGrammar) {
+  GenerationRequest g;
+  ASSERT_FALSE(parse_chat_request({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", {{"type", "json_object"}}}},
+                                  ServingDefaults{}, &g));
+  EXPECT_FALSE(g.grammar.empty());
+  EXPECT_EQ(g.grammar_field, "response_format");
+  GenerationRequest t;
+  const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}};
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", "Weather in Paris?"}},
+                         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
+                         {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C"}}};
+  ASSERT_FALSE(parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}}, ServingDefaults{}, &t));
+  EXPECT_TRUE(t.tool_calls);
+  EXPECT_EQ(t.grammar_field, "tools");
+  ASSERT_EQ(t.messages.size(), 4u);
+  EXPECT_EQ(t.messages[0].content.rfind("Be brief.\n\n", 0), 0u);  // the tool list joins the system prompt
+  EXPECT_NE(t.messages[0].content.find("get_weather"), std::string::npos);
+  ASSERT_EQ(t.messages[2].tool_calls.size(), 1u);
+  EXPECT_EQ(t.messages[2].tool_calls[0].name, "get_weather");
+  GenerationRequest none;
+  ASSERT_FALSE(parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}}, ServingDefaults{}, &none));
+  EXPECT_TRUE(none.grammar.empty());
+  EXPECT_FALSE(none.tool_calls);
 }
 
 TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {

@@ -6,7 +6,9 @@
 #include <fmt/core.h>
 
 #include "server/field_reader.h"
+#include "grammar/tool_calls.h"
 #include "server/generation_service.h"
+#include "server/openai_tools.h"
 #include "server/openai_protocol.h"
 #include "server/reply.h"
 
@@ -76,7 +78,35 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     GenerateStats stats;
     bool role_sent = false;
     bool done = false;
+    std::shared_ptr<grammar::ToolCallStream> tools;  // streaming with tools: the calls as they come
+    int32_t n_calls = 0;
   };
+
+  // A streamed piece of the answer when tools were offered: plain text as content, calls as
+  // OpenAI's delta.tool_calls (the id, type and name first, then the arguments in pieces).
+  void stream_tool_events(Choice& c, int32_t index, const std::vector<grammar::ToolCallEvent>& events) {
+    for (const grammar::ToolCallEvent& e : events) {
+      json delta = json::object();
+      if (e.kind == grammar::ToolCallEvent::Kind::kContent) {
+        if (e.text.empty()) continue;
+        delta["content"] = e.text;
+      } else if (e.kind == grammar::ToolCallEvent::Kind::kCallStart) {
+        c.n_calls = std::max(c.n_calls, e.index + 1);
+        delta["tool_calls"] = json::array({{{"index", e.index}, {"id", tool_call_id(id_, index, e.index)}, {"type", "function"},
+                                            {"function", {{"name", e.text}, {"arguments", ""}}}}});
+      } else {
+        if (e.text.empty()) continue;
+        delta["tool_calls"] = json::array({{{"index", e.index}, {"function", {{"arguments", e.text}}}}});
+      }
+      json choice = {{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      r_->write(sse_data(dump(chunk(choice))));
+    }
+  }
+
+  std::string answer_finish_reason(const Choice& c, int32_t n_calls) const {
+    const std::string reason = finish_reason(c.stats.finish_reason);
+    return n_calls > 0 && reason == "stop" ? "tool_calls" : reason;
+  }
 
   json chunk(json choice_json) const {
     json c = {{"id", id_}, {"object", g_.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created_},
@@ -116,14 +146,15 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
         if (ev.content.empty()) delta["content"] = "";
       }
       if (!ev.reasoning.empty()) delta[ctx_.reasoning_field] = ev.reasoning;
-      if (!ev.content.empty()) delta["content"] = ev.content;
+      if (!ev.content.empty() && !c.tools) delta["content"] = ev.content;
       choice["delta"] = delta;
       choice["logprobs"] = has_lp ? json{{"content", lp}} : json(nullptr);
     } else {
       choice["text"] = ev.content;
       choice["logprobs"] = has_lp ? lp : json(nullptr);
     }
-    r_->write(sse_data(dump(chunk(choice))));
+    if (!c.tools || !choice["delta"].empty() || has_lp) r_->write(sse_data(dump(chunk(choice))));
+    if (c.tools && !ev.content.empty()) stream_tool_events(c, index, c.tools->push(ev.content));
   }
 
  public:
@@ -144,6 +175,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     c.reasoning += ev.reasoning;
     c.content += ev.content;
     any_token_ = true;
+    if (g_.stream && g_.tool_calls && g_.split_reasoning && !c.tools) c.tools = std::make_shared<grammar::ToolCallStream>();
     if (ev.kind == EngineEvent::Kind::kToken) {
       if (g_.stream) {
         stream_text(c, index, ev);
@@ -160,7 +192,8 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       rest.reasoning = ev.reasoning;
       rest.content = ev.content;
       if (!rest.reasoning.empty() || !rest.content.empty() || !c.role_sent) stream_text(c, index, rest);
-      json choice = {{"index", index}, {"finish_reason", finish_reason(ev.stats.finish_reason)}, {"logprobs", nullptr}};
+      if (c.tools) stream_tool_events(c, index, c.tools->finish());
+      json choice = {{"index", index}, {"finish_reason", answer_finish_reason(c, c.n_calls)}, {"logprobs", nullptr}};
       if (g_.chat) {
         choice["delta"] = json::object();
       } else {
@@ -214,6 +247,19 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       const bool has_lp = g_.n_logprobs >= 0;
       if (g_.chat) {
         json msg = {{"role", "assistant"}, {"content", c.content}};
+        if (g_.tool_calls && g_.split_reasoning) {
+          const grammar::ParsedAnswer a = grammar::parse_tool_calls(c.content);
+          if (!a.calls.empty()) {
+            msg["content"] = a.content.empty() ? json(nullptr) : json(a.content);
+            json calls = json::array();
+            for (size_t k = 0; k < a.calls.size(); ++k) {
+              calls.push_back({{"id", tool_call_id(id_, static_cast<int32_t>(i), static_cast<int32_t>(k))}, {"type", "function"},
+                               {"function", {{"name", a.calls[k].name}, {"arguments", a.calls[k].arguments}}}});
+            }
+            msg["tool_calls"] = calls;
+            choice["finish_reason"] = answer_finish_reason(c, static_cast<int32_t>(a.calls.size()));
+          }
+        }
         if (!c.reasoning.empty()) msg[ctx_.reasoning_field] = c.reasoning;
         choice["message"] = msg;
         choice["logprobs"] = has_lp ? json{{"content", c.logprobs}} : json(nullptr);

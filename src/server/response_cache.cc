@@ -63,6 +63,7 @@ std::string response_cache_key(const std::string& fingerprint, const EngineReque
   json bias = json::array();
   for (const auto& [id, b] : s.logit_bias) bias.push_back({id, std::isinf(b) ? -1e30 : b});
   k.push_back(bias);
+  if (r.options.grammar) k.push_back({r.options.grammar->text(), r.options.grammar->options().leading_newlines});
   return cache_hash(k.dump());
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "grammar/grammar.h"
 #include "runtime/engine.h"
 #include "server/response_cache.h"
 #include "server/generation_request.h"
@@ -38,6 +39,7 @@ struct ServerContext {
   // Chat completion ids (what the stream's chunks carry) -> engine requests, while they run, for
   // "answer now" (POST /v1/answer_now). I/O thread only.
   std::unordered_map<std::string, uint64_t> active;
+  grammar::GrammarCache grammars{64};  // compiled constraints by their text (their masks shared)
   std::atomic<bool> ready{false};     // /health: 503 until the model is loaded, and while draining
   std::atomic<bool> draining{false};  // no new generation requests
   bool r1() const { return chat_template.format() == text::ChatFormat::kDeepSeekR1; }

@@ -160,6 +160,11 @@ TEST(ServerTest, BadRequestsGetA400ThatNamesTheField) {
   body["tools"] = json::array({{{"type", "function"}}});
   r = post(f.port, "/v1/chat/completions", body);
   EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["param"], "tools[0].function");
+  body = chat("hi", 4);
+  body["audio"] = json::object();
+  r = post(f.port, "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.j()["error"]["code"], "unsupported_parameter");
   body = chat("hi", 4);
   body["some_future_field"] = 1;  // unknown fields are ignored
@@ -669,6 +674,133 @@ TEST(ServerTest, AThrowingHandlerIsA500AndTheServerGoesOn) {
   EXPECT_EQ(b.status, 200);
   EXPECT_EQ(b.body, "partial");
   EXPECT_EQ(call(server.port(), http::verb::get, "/ok").body, "ok");
+}
+
+}  // namespace
+}  // namespace ponder::server
+
+namespace ponder::server {
+namespace {
+
+// Structured outputs on every API family: R1 thinks (a small budget), then answers JSON that
+// follows the schema, whole and streamed alike; a malformed grammar is a 400 naming its field.
+TEST(ServerTest, StructuredOutputsOnEveryApi) {
+  Fixture f;
+  const json schema = json::parse(R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 6},
+      "age": {"type": "integer", "minimum": 0, "maximum": 120}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}},
+      "required": ["name", "age", "tags"], "additionalProperties": false})");
+  auto check = [](const std::string& text) {
+    const json j = json::parse(text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << text;
+    ASSERT_TRUE(j["name"].is_string()) << text;
+    EXPECT_LE(j["name"].get<std::string>().size(), 6u * 4);
+    ASSERT_TRUE(j["age"].is_number_integer()) << text;
+    EXPECT_GE(j["age"].get<int64_t>(), 0);
+    EXPECT_LE(j["age"].get<int64_t>(), 120);
+    EXPECT_LE(j["tags"].size(), 2u);
+    EXPECT_EQ(j.size(), 3u);
+  };
+  for (int seed = 0; seed < 3; ++seed) {
+    json body = chat("Who?", 300);
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["reasoning_budget"] = 4;
+    body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", schema}}}};
+    const Reply r = post(f.port, "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = r.j()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop");
+    EXPECT_FALSE(choice["message"]["reasoning_content"].get<std::string>().empty());
+    check(choice["message"]["content"].get<std::string>());
+    body["stream"] = true;
+    const Streamed s = collect(post(f.port, "/v1/chat/completions", body).body);
+    EXPECT_EQ(s.content, choice["message"]["content"].get<std::string>());
+    EXPECT_EQ(s.finish, "stop");
+  }
+  // llama.cpp's /completion with json_schema and with a GBNF grammar; a raw prompt is all answer.
+  const Reply c = post(f.port, "/completion", {{"prompt", "Data:"}, {"n_predict", 200}, {"json_schema", schema}, {"temperature", 0}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  check(c.j()["content"].get<std::string>());
+  const Reply g = post(f.port, "/completion", {{"prompt", "Answer:"}, {"n_predict", 20}, {"grammar", "root ::= (\"yes\" | \"no\") \".\""}});
+  ASSERT_EQ(g.status, 200) << g.body;
+  const std::string yn = g.j()["content"].get<std::string>();
+  EXPECT_TRUE(yn == "yes." || yn == "no.") << yn;
+  const Reply bad = post(f.port, "/completion", {{"prompt", "x"}, {"grammar", "root ::= (\"a\""}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.j()["error"]["param"], "grammar");
+  EXPECT_NE(bad.j()["error"]["message"].get<std::string>().find("line 1, column"), std::string::npos);
+  // Ollama's format: a schema, and "json".
+  const json msgs = {{{"role", "user"}, {"content", "Who?"}}};
+  const Reply o = post(f.port, "/api/chat", {{"messages", msgs}, {"stream", false}, {"format", schema},
+                                              {"options", {{"temperature", 0}, {"num_predict", 300}, {"reasoning_budget", 4}}}});
+  ASSERT_EQ(o.status, 200) << o.body;
+  check(o.j()["message"]["content"].get<std::string>());
+  const Reply oj = post(f.port, "/api/generate", {{"prompt", "Who?"}, {"stream", false}, {"format", "json"}, {"think", false},
+                                                   {"options", {{"temperature", 0}, {"num_predict", 60}}}});
+  ASSERT_EQ(oj.status, 200) << oj.body;
+  const Reply obad = post(f.port, "/api/chat", {{"messages", msgs}, {"format", {{"type", "string"}, {"uniqueItems", true}}}});
+  EXPECT_EQ(obad.status, 400);
+  EXPECT_NE(obad.j()["error"].get<std::string>().find("uniqueItems"), std::string::npos);
+  EXPECT_EQ(post(f.port, "/api/chat", {{"messages", msgs}, {"tools", {{{"type", "function"}}}}}).status, 400);
+  EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // still serving
+}
+
+// Tool calls: a required call comes back in OpenAI's shape (message.tool_calls, finish_reason
+// "tool_calls"), its arguments valid for the function's parameters; streamed, the deltas (id and
+// name first, then the arguments in pieces) assemble into the same call.
+TEST(ServerTest, ToolCallsWholeAndStreamed) {
+  Fixture f;
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+      "required": ["city", "days"], "additionalProperties": false}}}])");
+  json body = chat("Weather in Paris?", 400);
+  body["tools"] = tools;
+  body["tool_choice"] = "required";
+  body["reasoning_budget"] = 4;
+  body["temperature"] = 1.0;
+  body["seed"] = 3;
+  const Reply r = post(f.port, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.j()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+  const json& call0 = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call0["type"], "function");
+  EXPECT_EQ(call0["function"]["name"], "get_weather");
+  const json args = json::parse(call0["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args["city"].is_string());
+  EXPECT_GE(args["days"].get<int>(), 1);
+  EXPECT_LE(args["days"].get<int>(), 7);
+  body["stream"] = true;
+  const Reply sr = post(f.port, "/v1/chat/completions", body);
+  std::string name, arguments, id, finish;
+  for (const std::string& e : sse_events(sr.body)) {
+    if (e == "[DONE]") continue;
+    const json chunk = json::parse(e);
+    for (const auto& ch : chunk["choices"]) {
+      if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+      if (!ch["delta"].contains("tool_calls")) continue;
+      const json& tc = ch["delta"]["tool_calls"][0];
+      EXPECT_EQ(tc["index"], 0);
+      if (tc.contains("id")) id = tc["id"];
+      if (tc["function"].contains("name")) name += tc["function"]["name"].get<std::string>();
+      arguments += tc["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_FALSE(id.empty());
+  EXPECT_EQ(json::parse(arguments), args);
+  // The result goes back as a tool message answering that call; the model then answers.
+  json next = chat("Weather in Paris?", 30);
+  next["tools"] = tools;
+  next["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice["message"]["tool_calls"]}});
+  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call0["id"]}, {"content", "18 C, sunny"}});
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", next).status, 200);
+  next["messages"].back()["tool_call_id"] = "call_unknown";
+  const Reply unmatched = post(f.port, "/v1/chat/completions", next);
+  EXPECT_EQ(unmatched.status, 400);
+  EXPECT_EQ(unmatched.j()["error"]["param"], "messages[2].tool_call_id");
 }
 
 }  // namespace

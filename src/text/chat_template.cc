@@ -9,6 +9,7 @@ constexpr std::string_view kEos = "<｜end▁of▁sentence｜>";
 constexpr std::string_view kUser = "<｜User｜>";
 constexpr std::string_view kAssistant = "<｜Assistant｜>";
 constexpr std::string_view kThinkEnd = "</think>";
+constexpr std::string_view kThinkOpen = "<think>\n";
 
 void add(std::vector<ChatSegment>* out, std::string_view text, bool is_template) {
   if (text.empty()) return;
@@ -18,6 +19,27 @@ void add(std::vector<ChatSegment>* out, std::string_view text, bool is_template)
   } else {
     out->push_back({std::string(text), is_template});
   }
+}
+
+// An assistant's calls as R1 writes them: <｜tool▁calls▁begin｜>, each call
+//   <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>
+// with "\n" between two calls, then <｜tool▁calls▁end｜>. The markers are template text like the
+// tool-output markers (plain text in this vocabulary all the same); names and arguments are
+// message text.
+void add_tool_calls(std::vector<ChatSegment>* out, const std::vector<ChatToolCall>& calls) {
+  if (calls.empty()) return;
+  add(out, "<｜tool▁calls▁begin｜>", true);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    add(out,
+        i == 0 ? "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+               : "\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
+        true);
+    add(out, calls[i].name, false);
+    add(out, "\n```json\n", true);
+    add(out, calls[i].arguments, false);
+    add(out, "\n```<｜tool▁call▁end｜>", true);
+  }
+  add(out, "<｜tool▁calls▁end｜>", true);
 }
 
 Status unknown_role(const ChatTemplate& t, size_t i, const std::string& role, const char* known) {
@@ -78,7 +100,16 @@ Expected<std::vector<ChatSegment>> ChatTemplate::render(const std::vector<ChatMe
 
 // Follows the Jinja of the DeepSeek-R1-Distill tokenizer_config.json line by line, quirks
 // included: only the last system message is kept, and it is written right after BOS, before
-// the first turn; only the first tool output of a conversation opens <｜tool▁outputs▁begin｜>.
+// the first turn; only the first tool output of a conversation opens <｜tool▁outputs▁begin｜>;
+// an assistant message right after tool outputs follows <｜tool▁outputs▁end｜> directly (no
+// <｜Assistant｜>, its thinking not removed); no generation prompt after tool outputs.
+// Tool calls follow the later DeepSeek-R1 Jinja (after its tool-call fix): the message as
+// above, then its calls, then <｜tool▁calls▁end｜><｜end▁of▁sentence｜>. The older Jinja of the
+// R1-Distill files writes calls only when the content is null and closes the block only after a
+// second call; both open <｜tool▁calls▁begin｜> once per conversation (ns.is_first is never
+// reset), and the later one starts calls after tool outputs with <｜Assistant｜> without
+// closing the outputs. Here every message's calls are a whole block, so the history shows the
+// model the format tool_call_grammar() makes it write (docs/tool-calls.md).
 Status ChatTemplate::render_r1(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                std::vector<ChatSegment>* out) const {
   const std::string* system_prompt = nullptr;
@@ -87,6 +118,12 @@ Status ChatTemplate::render_r1(const std::vector<ChatMessage>& messages, bool ad
     if (role == "system") system_prompt = &messages[i].content;
     if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
       return unknown_role(*this, i, role, "system, user, assistant, tool");
+    }
+    if (role != "assistant" && !messages[i].tool_calls.empty()) {
+      return Status::errorf(
+          "chat template {}: message {} has role \"{}\" and tool_calls; only "
+          "an assistant message can call tools",
+          name(), i, role);
     }
   }
   add(out, kBos, true);
@@ -102,7 +139,6 @@ Status ChatTemplate::render_r1(const std::vector<ChatMessage>& messages, bool ad
       if (is_tool) {
         add(out, "<｜tool▁outputs▁end｜>", true);
         add(out, m.content, false);
-        add(out, kEos, true);
         is_tool = false;
       } else {
         std::string_view content = m.content;
@@ -112,8 +148,9 @@ Status ChatTemplate::render_r1(const std::vector<ChatMessage>& messages, bool ad
         }
         add(out, kAssistant, true);
         add(out, content, false);
-        add(out, kEos, true);
       }
+      add_tool_calls(out, m.tool_calls);
+      add(out, kEos, true);
     } else if (m.role == "tool") {
       is_tool = true;
       add(out,
@@ -128,7 +165,7 @@ Status ChatTemplate::render_r1(const std::vector<ChatMessage>& messages, bool ad
   if (is_tool) add(out, "<｜tool▁outputs▁end｜>", true);
   if (add_generation_prompt && !is_tool) {
     add(out, kAssistant, true);
-    add(out, "<think>\n", true);
+    add(out, kThinkOpen, true);
   }
   return Status::ok();
 }
@@ -140,6 +177,12 @@ Status ChatTemplate::render_chatml(const std::vector<ChatMessage>& messages,
     const ChatMessage& m = messages[i];
     if (m.role != "system" && m.role != "user" && m.role != "assistant") {
       return unknown_role(*this, i, m.role, "system, user, assistant");
+    }
+    if (!m.tool_calls.empty()) {
+      return Status::errorf(
+          "chat template chatml: message {} has tool_calls; tool calls need the deepseek-r1 "
+          "template",
+          i);
     }
     add(out, "<|im_start|>" + m.role + "\n", true);
     add(out, m.content, false);
@@ -153,6 +196,11 @@ std::string join_segments(const std::vector<ChatSegment>& segments) {
   std::string s;
   for (const ChatSegment& seg : segments) s += seg.text;
   return s;
+}
+
+bool prompt_opens_thinking(const std::vector<ChatSegment>& segments) {
+  return !segments.empty() && segments.back().is_template &&
+         std::string_view(segments.back().text).ends_with(kThinkOpen);
 }
 
 std::vector<int32_t> tokenize_chat(const Tokenizer& tokenizer,

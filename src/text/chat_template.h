@@ -4,6 +4,9 @@
 //                <｜Assistant｜> turns with their thinking (everything up to the last </think>)
 //                removed and each closed by <｜end▁of▁sentence｜>, and the generation prompt
 //                "<｜Assistant｜><think>\n" (so the model's output starts inside its thinking);
+//                role "tool" outputs and assistant tool calls in R1's plain-text markers
+//                (<｜tool▁calls▁begin｜>..., docs/tool-calls.md), which are not special tokens
+//                of the R1-Distill-Qwen vocabulary;
 //   chatml       <|im_start|>role\ncontent<|im_end|>\n (Qwen2.5 instruct), no default system.
 // The output is a list of segments that say which text comes from the template and which from
 // the messages, so that tokenize_chat() parses special tokens only in template text: a user who
@@ -22,9 +25,18 @@
 
 namespace ponder::text {
 
+// A function call an assistant made (OpenAI's message.tool_calls[i].function).
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // JSON text, written as given
+  std::string id = {};    // the API's call id (a tool result names it); not written into the prompt
+};
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" ("tool" for deepseek-r1)
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant messages, deepseek-r1 only
+  std::string tool_call_id = {};              // role "tool": the call it answers (API checks only)
 };
 
 struct ChatSegment {
@@ -46,7 +58,8 @@ class ChatTemplate {
   ChatFormat format() const { return format_; }
   const char* name() const;
 
-  // Fails on a role the template does not know.
+  // Fails on a role the template does not know, and on tool_calls in a message that is not the
+  // assistant's or in a chatml conversation (its tool format is not implemented).
   Expected<std::vector<ChatSegment>> render(const std::vector<ChatMessage>& messages,
                                             bool add_generation_prompt) const;
 
@@ -62,6 +75,13 @@ class ChatTemplate {
 
 // The prompt as one string (what the Jinja template would produce).
 std::string join_segments(const std::vector<ChatSegment>& segments);
+
+// True when the rendered prompt ends inside <think> (the template wrote "<think>\n" last): the
+// model's output starts with its thinking and the answer begins after its "</think>". False
+// without a generation prompt, for chatml, and for deepseek-r1 after tool outputs, where R1's
+// Jinja writes no generation prompt: the prompt ends with <｜tool▁outputs▁end｜> and the model
+// continues its turn from there, with or without opening <think> itself.
+bool prompt_opens_thinking(const std::vector<ChatSegment>& segments);
 
 // Token ids of a rendered chat: added tokens are recognised in template segments only. Text
 // between two added tokens is encoded as one stretch even when it spans segments, so the result

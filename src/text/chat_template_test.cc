@@ -130,6 +130,115 @@ TEST(ChatTemplate, DetectsFamilies) {
   EXPECT_NE(bad.status().message().find("llama3"), std::string::npos);
 }
 
+// The R1 tool-call markers: plain text in the R1-Distill-Qwen vocabulary.
+const char* const kToolMarkers[] = {
+    "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>",    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",    "<｜tool▁sep｜>",          "<｜tool▁outputs▁begin｜>",
+    "<｜tool▁outputs▁end｜>", "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"};
+
+std::string r1_call(const std::string& name, const std::string& args) {
+  return "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n" + args +
+         "\n```<｜tool▁call▁end｜>";
+}
+
+TEST(ChatTemplate, ToolCallsRenderAsR1Writes) {
+  auto t = ChatTemplate::from_name("deepseek-r1");
+  ASSERT_TRUE(t.has_value());
+  ChatMessage calling{"assistant", "<think>Two lookups.</think>Let me check."};
+  calling.tool_calls = {{"get_weather", R"({"location":"Paris"})"}, {"get_time", "{}"}};
+  ChatMessage calling_again{"assistant", ""};
+  calling_again.tool_calls = {{"get_time", "{}"}};
+  const std::vector<ChatMessage> messages = {{"system", "Tools here."},
+                                             {"user", "Weather and time?"},
+                                             calling,
+                                             {"tool", R"({"temp":21})"},
+                                             {"tool", "12:00"},
+                                             calling_again,
+                                             {"tool", "12:01"},
+                                             {"assistant", "21 degrees, 12:01."},
+                                             {"user", "Thanks"}};
+  auto segments = t->render(messages, true);
+  ASSERT_TRUE(segments.has_value()) << segments.status().message();
+  const std::string expected =
+      "<｜begin▁of▁sentence｜>Tools here.<｜User｜>Weather and time?"
+      "<｜Assistant｜>Let me check.<｜tool▁calls▁begin｜>" +
+      r1_call("get_weather", R"({"location":"Paris"})") + "\n" + r1_call("get_time", "{}") +
+      "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>"
+      "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>{\"temp\":21}<｜tool▁output▁end｜>"
+      "\n<｜tool▁output▁begin｜>12:00<｜tool▁output▁end｜>"
+      // after tool outputs the next assistant message follows <｜tool▁outputs▁end｜> directly
+      "<｜tool▁outputs▁end｜><｜tool▁calls▁begin｜>" +
+      r1_call("get_time", "{}") +
+      "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>"
+      "\n<｜tool▁output▁begin｜>12:01<｜tool▁output▁end｜>"
+      "<｜tool▁outputs▁end｜>21 degrees, 12:01.<｜end▁of▁sentence｜>"
+      "<｜User｜>Thanks<｜Assistant｜><think>\n";
+  EXPECT_EQ(join_segments(*segments), expected);
+  EXPECT_TRUE(prompt_opens_thinking(*segments));
+  // Names and arguments are message text; the markers template text.
+  for (const ChatSegment& seg : *segments) {
+    if (seg.is_template) {
+      EXPECT_EQ(seg.text.find("get_"), std::string::npos) << seg.text;
+    }
+  }
+
+  // A first call answered by tool outputs: R1's Jinja writes no generation prompt after them,
+  // so the output does not start inside <think>.
+  auto after_tools = t->render({messages[0], messages[1], messages[2], messages[3]}, true);
+  ASSERT_TRUE(after_tools.has_value());
+  EXPECT_TRUE(join_segments(*after_tools).ends_with("<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"));
+  EXPECT_FALSE(prompt_opens_thinking(*after_tools));
+  auto no_gen = t->render({messages[1]}, false);
+  ASSERT_TRUE(no_gen.has_value());
+  EXPECT_FALSE(prompt_opens_thinking(*no_gen));
+  auto chatml = ChatTemplate::from_name("chatml");
+  ASSERT_TRUE(chatml.has_value());
+  auto chatml_gen = chatml->render({messages[1]}, true);
+  ASSERT_TRUE(chatml_gen.has_value());
+  EXPECT_FALSE(prompt_opens_thinking(*chatml_gen));
+}
+
+// The markers are not added tokens: written as template text or not, they tokenize the same
+// (as ordinary text), and a rendered conversation with calls equals the joined prompt encoded.
+TEST(ChatTemplate, ToolMarkersArePlainText) {
+  const Tokenizer* tok = r1_tokenizer();
+  ASSERT_NE(tok, nullptr);
+  for (const char* marker : kToolMarkers) {
+    EXPECT_LT(tok->added_token_at(marker, 0), 0) << marker;
+    for (int32_t id : tok->encode(marker, true)) EXPECT_FALSE(tok->is_added(id)) << marker;
+  }
+  auto t = ChatTemplate::from_name("deepseek-r1");
+  ASSERT_TRUE(t.has_value());
+  ChatMessage calling{"assistant", ""};
+  calling.tool_calls = {{"search", R"({"q":"<｜User｜> typed by a client"})"}};
+  auto segments = t->render({{"user", "Find it."}, calling, {"tool", "found"}}, true);
+  ASSERT_TRUE(segments.has_value());
+  const std::vector<int32_t> ids = tokenize_chat(*tok, *segments);
+  EXPECT_EQ(tok->decode(ids), join_segments(*segments));
+  // Only the template's BOS, <｜User｜>, <｜Assistant｜> and EOS are added tokens: the
+  // <｜User｜> inside the arguments is text.
+  std::vector<int32_t> added;
+  for (int32_t id : ids) {
+    if (tok->is_added(id)) added.push_back(id);
+  }
+  EXPECT_EQ(added, (std::vector<int32_t>{151646, 151644, 151645, 151643}));
+}
+
+TEST(ChatTemplate, ToolCallsOutsideAnAssistantAreErrors) {
+  auto r1 = ChatTemplate::from_name("deepseek-r1");
+  ASSERT_TRUE(r1.has_value());
+  ChatMessage user{"user", "hi"};
+  user.tool_calls = {{"f", "{}"}};
+  auto r = r1->render({user}, true);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("tool_calls"), std::string::npos);
+  auto chatml = ChatTemplate::from_name("chatml");
+  ASSERT_TRUE(chatml.has_value());
+  ChatMessage assistant{"assistant", ""};
+  assistant.tool_calls = {{"f", "{}"}};
+  EXPECT_FALSE(chatml->render({{"user", "hi"}, assistant}, true).has_value());
+}
+
 TEST(ChatTemplate, UnknownRoleIsAnError) {
   for (const char* name : {"deepseek-r1", "chatml"}) {
     auto t = ChatTemplate::from_name(name);

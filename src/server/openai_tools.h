@@ -1,0 +1,29 @@
+// OpenAI's tool calling on the chat route: `tools`, `tool_choice`, `parallel_tool_calls`, an
+// assistant message's `tool_calls` and `role: "tool"` results, read into a GenerationRequest:
+// the function list goes into the system prompt (grammar/tool_calls.h render_tool_prompt), the
+// answer is constrained by the calls' grammar, and the serving job parses the calls back out.
+// Every malformed piece is a 400 naming the field.
+// Depends on server/field_reader.h, server/generation_request.h, grammar/tool_calls.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "server/field_reader.h"
+#include "server/generation_request.h"
+
+namespace ponder::server {
+
+// One message's tool_calls (assistant) into `m`; false after f.fail().
+bool read_message_tool_calls(FieldReader& f, const nlohmann::json& message, const std::string& where,
+                             text::ChatMessage* m);
+
+// tools / tool_choice / parallel_tool_calls of the body; the messages must be read first (the
+// tool list joins the system prompt). Also checks every tool result answers an earlier call.
+void read_tools(FieldReader& f, const nlohmann::json& body, GenerationRequest* out);
+
+// An id for the index-th call of an answer (OpenAI's "call_...").
+std::string tool_call_id(const std::string& completion_id, int32_t choice, int32_t index);
+
+}  // namespace ponder::server
