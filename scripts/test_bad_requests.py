@@ -75,7 +75,9 @@ def field_cases():
         "/v1/chat/completions": (chat, {
             "messages": [None, "x", 1, [], [1], [{"role": "user"}], [{"role": "pilot", "content": "x"}],
                          [{"role": "user", "content": 5}], [{"role": "user", "content": [{"type": "image_url"}]}],
-                         [{"content": "x"}]],
+                         [{"content": "x"}], [{"role": "tool", "content": "x"}],
+                         [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "call_x", "content": "x"}],
+                         [{"role": "assistant", "tool_calls": [{"type": "function"}]}]],
             "max_tokens": wrong, "max_completion_tokens": wrong, "temperature": ["x", -1, 1e308 * 10, [], 1000],
             "top_p": ["x", -0.5, 2, 0, []], "top_k": ["x", -5, 1.5, BIG], "min_p": ["x", -1, 2],
             "presence_penalty": ["x", -3, 3, 1e308 * 10], "frequency_penalty": ["x", -3, 3],
@@ -83,7 +85,11 @@ def field_cases():
             "stop": [5, [5], ["x"] * 100, [""], {}], "logit_bias": ["x", {"x": 1}, {"5": "x"}, {"-1": 1}, {"999999999": 1}, [1]],
             "n": ["x", 0, -1, 1000, 1.5], "stream": ["x", 1, []], "logprobs": ["x", 5],
             "top_logprobs": ["x", -1, 21, 1.5], "stream_options": ["x", 1, {"include_usage": "x"}],
-            "tools": [[{"type": "function"}]], "response_format": [{"type": "json_object"}, "x"],
+            "tools": [[{"type": "function"}], "x", [{"type": "function", "function": {"description": "no name"}}],
+                      [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "not": {}}}}]],
+            "tool_choice": ["x", "auto", {"type": "function", "function": {"name": "absent"}}],
+            "response_format": [{"type": "xml"}, "x", {"type": "json_schema"}, {"type": "json_schema", "json_schema": {"schema": {"uniqueItems": True}}}],
+            "grammar": ["root ::= (", 5, 'x ::= "a"', "root ::= root \"a\""], "json_schema": ["x", 5, {"type": "strin"}, {"$ref": "#/$defs/none"}],
             "reasoning_format": ["x", 1], "reasoning_budget": ["x", -2, 1.5], "user": [5, [], {}], "ignore_eos": ["x", 1],
             "prompt_cache_key": [5, []],
         }),
@@ -94,11 +100,13 @@ def field_cases():
         }),
         "/completion": ({"prompt": "hi", "n_predict": 2}, {
             "prompt": [None, 5, [], {}], "n_predict": ["x", BIG, 1.5], "n_probs": ["x", -1, 21],
-            "temperature": ["x", -1], "stream": ["x"], "n": [2],
+            "temperature": ["x", -1], "stream": ["x"], "n": [2], "grammar": ["root ::= [", "root ::= undefined"],
+            "json_schema": [{"type": "object", "patternProperties": {}}],
         }),
         "/api/chat": ({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": False}, {
             "messages": [None, "x", [], [{"role": "pilot", "content": "x"}], [{"role": "user", "content": 5}]],
             "options": ["x", {"num_predict": "x"}, {"temperature": "x"}, {"top_k": -5}], "stream": ["x"], "think": ["x"],
+            "format": ["x", 5, {"type": "string", "not": {}}], "tools": [[{"type": "function"}]], "images": [["aGk="]],
         }),
         "/api/generate": ({"model": "tiny", "prompt": "hi", "stream": False}, {
             "prompt": [None, 5, []], "options": ["x", {"num_predict": "x"}], "stream": ["x"], "raw": ["x", 1],

@@ -63,7 +63,8 @@ struct Engine::SeqState {
         }()),
         decoder(tok),
         stops(req.options.stop),
-        splitter(req.starts_in_thinking) {}
+        splitter(req.starts_in_thinking && req.split_reasoning),
+        thinking(req.starts_in_thinking) {}
   uint64_t request = 0;
   int32_t choice = 0;
   int32_t max_tokens = 0;
@@ -77,7 +78,8 @@ struct Engine::SeqState {
   Sampler sampler;
   text::StreamDecoder decoder;
   StopStrings stops;
-  ReasoningSplitter splitter;
+  ReasoningSplitter splitter;  // the text's reasoning / content (all content when not split)
+  ReasoningSplitter thinking;  // where R1's thinking ends, split or not
   GenerateStats stats;
   Timer since_submit;
   Timer since_token;
@@ -285,7 +287,7 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     token = sample_constrained(st, logits);
   } else {
     token = st.sampler.sample(logits);
-    if (st.matcher && tokenizer_.is_eog(token) && st.splitter.in_thinking()) {
+    if (st.matcher && tokenizer_.is_eog(token) && !st.answering) {
       // A constrained request must answer: its end while thinking becomes "</think>".
       force_end_of_thinking(st, false);
       token = st.forced.front();
@@ -311,18 +313,22 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
   ev.token = token;
   const RequestState& rs = *requests_.at(st.request);
   if (rs.n_logprobs >= 0) fill_logprobs(logits, n_vocab, token, rs.n_logprobs, &ev);
-  if (st.splitter.in_thinking()) st.stats.n_reasoning++;
+  if (!st.answering) st.stats.n_reasoning++;
   const bool eog = st.stop_at_eog && tokenizer_.is_eog(token);
   if (!eog) {
     const std::string_view text = st.stops.push(st.decoder.feed(token));
     if (!text.empty()) {
       ReasoningSplitter::Parts parts = st.splitter.push(text);
+      st.thinking.push(text);
       ev.reasoning = std::move(parts.reasoning);
       ev.content = std::move(parts.content);
     }
   }
   if (rs.sink) rs.sink(std::move(ev));
-  if (st.reasoning_budget >= 0 && st.forced.empty() && st.splitter.in_thinking() && st.stats.n_reasoning >= st.reasoning_budget) {
+  if (!st.answering && (token == think_end_token_ || (think_end_token_ < 0 && !st.thinking.in_thinking()))) {
+    st.answering = true;
+  }
+  if (st.reasoning_budget >= 0 && st.forced.empty() && !st.answering && st.stats.n_reasoning >= st.reasoning_budget) {
     force_end_of_thinking(st, false);
   }
   bool grammar_done = false;
@@ -331,9 +337,6 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     // but not matched; the mask keeps every sampled one inside the grammar.
     if (!st.matcher->accept_token(token)) log_warn("grammar: refused forced token {}", token);
     grammar_done = st.matcher->complete();
-  }
-  if (!st.answering && (token == think_end_token_ || (think_end_token_ < 0 && !st.splitter.in_thinking()))) {
-    st.answering = true;
   }
   if (eog || st.stops.stopped() || grammar_done) {
     finish(seq.id, "stop");
@@ -366,7 +369,7 @@ int32_t Engine::sample_constrained(SeqState& st, const float* logits) {
 }
 
 void Engine::force_end_of_thinking(SeqState& st, bool on_request) {
-  if (!st.splitter.in_thinking() || !st.forced.empty()) return;
+  if (st.answering || !st.forced.empty()) return;
   st.forced.assign(end_think_tokens_.begin(), end_think_tokens_.end());
   st.stats.thinking_cut = true;
   st.stats.thinking_cut_on_request = on_request;

@@ -96,6 +96,7 @@ struct EngineRequest {
   std::vector<int32_t> prompt;
   GenerateOptions options;
   bool starts_in_thinking = false;  // R1: output opens inside <think>; split reasoning / content
+  bool split_reasoning = true;      // with starts_in_thinking: false keeps the thinking in content
   int32_t n_choices = 1;            // n: several completions sharing the prompt's KV
   int32_t n_logprobs = -1;          // -1: none; 0: the chosen token's; k (<= 20): and the top k
   // Prefill only: compute the prompt into the prefix cache and end (one kDone, no tokens), at

@@ -61,7 +61,8 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     return e;
   }
   req.options = g.options;
-  req.starts_in_thinking = g.chat && g.split_reasoning && ctx.r1() && opens_thinking;
+  req.starts_in_thinking = g.chat && ctx.r1() && opens_thinking;
+  req.split_reasoning = g.split_reasoning;
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
   req.report_progress = g.return_progress && g.stream;

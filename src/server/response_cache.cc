@@ -57,7 +57,7 @@ std::string response_cache_key(const std::string& fingerprint, const EngineReque
   const SamplerParams& s = r.options.sampling;
   if (s.temperature > 0 && !seed_given) return "";
   json k = {kCacheFormat, fingerprint, r.prompt, r.options.max_tokens, r.options.stop, r.options.stop_at_eog,
-            r.options.n_keep, r.options.reasoning_budget, r.starts_in_thinking, r.n_choices, r.n_logprobs, numerics, context_shift,
+            r.options.n_keep, r.options.reasoning_budget, r.starts_in_thinking, r.split_reasoning, r.n_choices, r.n_logprobs, numerics, context_shift,
             s.temperature, s.top_k, s.top_p, s.min_p, s.penalty_last_n, s.repeat_penalty, s.presence_penalty,
             s.frequency_penalty, s.temperature > 0 ? s.seed : 0};
   json bias = json::array();

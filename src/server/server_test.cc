@@ -717,6 +717,17 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
     EXPECT_EQ(s.content, choice["message"]["content"].get<std::string>());
     EXPECT_EQ(s.finish, "stop");
   }
+  // reasoning_format none: the thinking stays in content, and the constraint still starts after it.
+  json none = chat("Who?", 300);
+  none["reasoning_budget"] = 4;
+  none["reasoning_format"] = "none";
+  none["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", schema}}}};
+  const Reply rn = post(f.port, "/v1/chat/completions", none);
+  ASSERT_EQ(rn.status, 200) << rn.body;
+  const std::string all = rn.j()["choices"][0]["message"]["content"].get<std::string>();
+  const size_t end_think = all.find("</think>");
+  ASSERT_NE(end_think, std::string::npos) << all;
+  check(all.substr(end_think + 8));
   // llama.cpp's /completion with json_schema and with a GBNF grammar; a raw prompt is all answer.
   const Reply c = post(f.port, "/completion", {{"prompt", "Data:"}, {"n_predict", 200}, {"json_schema", schema}, {"temperature", 0}});
   ASSERT_EQ(c.status, 200) << c.body;
