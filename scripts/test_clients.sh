@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors) and
-# the official `openai` npm package (tests/clients/openai_client.mjs). Stops what it starts.
+# the official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
+# calls in tests/clients/openai_structured.mjs, with zod and ajv). Stops what it starts.
 # Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=../shared/models/tiny-Q8_0.gguf
-[ -d build-npm/node_modules/openai ] || npm install --silent --no-audit --no-fund --prefix build-npm openai@4
+[ -d build-npm/node_modules/openai ] && [ -d build-npm/node_modules/zod ] && [ -d build-npm/node_modules/ajv ] ||
+  npm install --silent --no-audit --no-fund --prefix build-npm openai@4 zod@3 ajv@8
 KEY=test-key-$$
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LOG=$(mktemp)
@@ -32,11 +34,18 @@ curl -sf "$URL/health" | grep -q '"ok"' || fail "health"
 if timeout 10 "$BUILD/ponder" serve -m "$MODEL" --host 0.0.0.0 --port 0 > /dev/null 2> "$LOG.refused"; then fail "--host 0.0.0.0 without a key was accepted"; fi
 grep -q -- "--api-key" "$LOG.refused" || fail "the refusal does not name --api-key"
 rm -f "$LOG.refused"
+# curl: Ollama's format (a schema) gives a JSON answer; a keyword Ponder does not support is a 400.
+out=$(curl -sf "${AUTH[@]}" "$URL/api/chat" -d '{"model":"tiny","stream":false,"messages":[{"role":"user","content":"Hi"}],"format":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]},"options":{"temperature":0,"num_predict":200,"reasoning_budget":4}}')
+python3 -c 'import json,sys; m=json.loads(sys.argv[1])["message"]; assert isinstance(json.loads(m["content"])["ok"], bool), m' "$out" || fail "Ollama format"
+code=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$URL/api/chat" -d '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"format":{"type":"object","not":{}}}')
+[ "$code" = 400 ] || fail "an unsupported schema keyword in format gave $code"
 echo "curl: all checks passed"
 
 # ES modules resolve packages from the script's own folder: run a copy beside build-npm/node_modules.
 cp tests/clients/openai_client.mjs build-npm/
 node build-npm/openai_client.mjs "$URL/v1" "$KEY" || fail "openai client"
+cp tests/clients/openai_structured.mjs build-npm/
+node build-npm/openai_structured.mjs "$URL/v1" "$KEY" || fail "openai structured outputs and tools"
 kill -TERM $PID
 wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
 grep -q draining "$LOG" || fail "no drain on SIGTERM"

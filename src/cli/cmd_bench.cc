@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -18,13 +19,54 @@
 #include "cpu/memory_bandwidth.h"
 #include "cpu/topology.h"
 #include "runtime/bench.h"
+#include "base/timer.h"
+#include "grammar/json_schema.h"
+#include "runtime/constrained.h"
 #include "runtime/serving_bench.h"
 
 namespace ponder::cli {
 namespace {
 
+// --json-schema FILE: the schema's grammar compiled and walked (mask time per token), then each
+// serving row run free and constrained, alternated, so the two tg figures share a sitting.
+std::shared_ptr<grammar::Grammar> bench_grammar(ModelSession& s, const std::string& schema_path, const std::string& output,
+                                                Status* error) {
+  if (schema_path.empty()) return nullptr;
+  std::ifstream in(schema_path);
+  const nlohmann::json schema = nlohmann::json::parse(in, nullptr, false);
+  if (!in || schema.is_discarded()) {
+    *error = Status::errorf("--json-schema {}: not a readable JSON file", schema_path);
+    return nullptr;
+  }
+  Timer to_gbnf;
+  auto gbnf = grammar::json_schema_to_gbnf(schema);
+  if (!gbnf.has_value()) {
+    *error = Status::errorf("--json-schema {}: {}", schema_path, gbnf.status().message());
+    return nullptr;
+  }
+  const double to_gbnf_ms = to_gbnf.ms();
+  auto vocab = grammar_vocabulary(s.tokenizer, static_cast<int32_t>(s.model->config().n_vocab));
+  auto walk = run_grammar_bench(*gbnf, *vocab, 512, 1);
+  if (!walk.has_value()) {
+    *error = walk.status();
+    return nullptr;
+  }
+  if (output == "md") {
+    fmt::print("grammar of {}: schema -> GBNF {:.2f} ms, GBNF -> automaton {:.2f} ms; {} steps walked through it (fresh memo): "
+               "mask per token p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms, mean {:.3f} ms; {} states\n\n",
+               schema_path, to_gbnf_ms, walk->compile_ms, walk->n_steps, walk->mask_p50_ms, walk->mask_p99_ms,
+               walk->mask_max_ms, walk->mask_mean_ms, walk->n_states);
+  }
+  auto g = grammar::Grammar::compile(*gbnf);
+  return g.has_value() ? *g : nullptr;
+}
+
 int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t prompt, int32_t gen,
-                int32_t late, int threads, int32_t n_ctx, int32_t batch, const std::string& output) {
+                int32_t late, int threads, int32_t n_ctx, int32_t batch, const std::string& output,
+                const std::string& schema_path) {
+  Status grammar_error;
+  std::shared_ptr<grammar::Grammar> constraint = bench_grammar(s, schema_path, output, &grammar_error);
+  if (!grammar_error.is_ok()) return fail("bench", grammar_error.message());
   EngineConfig config;
   config.max_running = *std::max_element(concurrent.begin(), concurrent.end());
   config.kv_positions = n_ctx > 0 ? n_ctx : std::max(4096, config.max_running * (prompt + gen) + late + 64);
@@ -35,15 +77,21 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
   if (output == "md") {
     fmt::print("model: {}, CPU: {} [{}], {} threads, KV pool {} positions\n\n", s.file.path(), cpu_features().brand,
                isa_name(active_isa()), threads, config.kv_positions);
-    fmt::print("| requests | prompt | gen | T (s) | S_TG (t/s) | all t/s | TTFT p50 / p95 (s) | latency p50 / p95 (s) | longest gap (s) | CPU |{}\n",
-               late > 0 ? " late prompt TTFT (s) |" : "");
-    fmt::print("|---|---|---|---|---|---|---|---|---|---|{}\n", late > 0 ? "---|" : "");
+    fmt::print("| requests | prompt | gen |{} T (s) | S_TG (t/s) | all t/s | TTFT p50 / p95 (s) | latency p50 / p95 (s) | longest gap (s) | CPU |{}\n",
+               constraint ? " output |" : "", late > 0 ? " late prompt TTFT (s) |" : "");
+    fmt::print("|---|---|---|{}---|---|---|---|---|---|---|{}\n", constraint ? "---|" : "", late > 0 ? "---|" : "");
   }
+  std::vector<std::pair<int32_t, std::shared_ptr<grammar::Grammar>>> runs;
   for (int32_t n : concurrent) {
-    auto r = run_serving_bench(engine, static_cast<int32_t>(s.model->config().n_vocab), n, prompt, gen, late);
+    runs.push_back({n, nullptr});
+    if (constraint) runs.push_back({n, constraint});
+  }
+  for (const auto& [n, g] : runs) {
+    auto r = run_serving_bench(engine, static_cast<int32_t>(s.model->config().n_vocab), n, prompt, gen, late, 1, g);
     if (!r.has_value()) return fail("bench", r.status().message());
+    const std::string kind = !constraint ? "" : g ? " constrained |" : " free |";
     if (output == "json") {
-      out.push_back({{"n_concurrent", n}, {"n_prompt", prompt}, {"n_gen", gen}, {"n_threads", threads},
+      out.push_back({{"n_concurrent", n}, {"n_prompt", prompt}, {"n_gen", gen}, {"n_threads", threads}, {"constrained", g != nullptr},
                      {"total_s", r->total_s}, {"gen_tps", r->gen_tps}, {"total_tps", r->total_tps},
                      {"ttft_p50_s", r->ttft_p50_s}, {"ttft_p95_s", r->ttft_p95_s},
                      {"latency_p50_s", r->latency_p50_s}, {"latency_p95_s", r->latency_p95_s},
@@ -51,8 +99,8 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
                      {"late_ttft_s", r->late_ttft_s}, {"preemptions", r->preemptions},
                      {"cpu_util", r->cpu_util}});
     } else {
-      fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.1f} | {:.3f} / {:.3f} | {:.2f} / {:.2f} | {:.3f} | {:.0f}% |{}\n", n,
-                 prompt, gen, r->total_s, r->gen_tps, r->total_tps, r->ttft_p50_s, r->ttft_p95_s,
+      fmt::print("| {} | {} | {} |{} {:.2f} | {:.1f} | {:.1f} | {:.3f} / {:.3f} | {:.2f} / {:.2f} | {:.3f} | {:.0f}% |{}\n", n,
+                 prompt, gen, kind, r->total_s, r->gen_tps, r->total_tps, r->ttft_p50_s, r->ttft_p95_s,
                  r->latency_p50_s, r->latency_p95_s, r->max_gap_s, 100 * r->cpu_util,
                  late > 0 ? fmt::format(" {:.2f} |", r->late_ttft_s) : "");
     }
@@ -93,7 +141,7 @@ int run_sweep_cmd(ModelSession& s, int32_t max_depth, int32_t n_pp, int32_t n_tg
 
 int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prompt processing and generation speed"};
-  std::string model_path, output = "md";
+  std::string model_path, output = "md", json_schema;
   std::vector<int32_t> n_prompt = {512}, n_gen = {128}, batches, depths = {0};
   std::vector<int> flash = {1};
   KvTypeFlags kv_types;
@@ -124,6 +172,8 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("--concurrent", concurrent, "serving mode: this many requests at once through the engine (e.g. 1,4,8)")->delimiter(',');
   app.add_option("--prompt", serve_prompt, "serving mode: prompt tokens per request")->capture_default_str();
   app.add_option("--gen", serve_gen, "serving mode: generated tokens per request")->capture_default_str();
+  app.add_option("--json-schema", json_schema,
+                 "serving mode: also run each row with output constrained by this JSON Schema (file), and time its masks");
   app.add_option("--late-prompt", late_prompt, "serving mode: a prompt this long arrives once the streams decode");
   app.add_option("-c,--ctx", serve_ctx, "serving mode: KV pool positions (default: enough for all)");
   app.add_option("-b,--batch-size", serve_batch, "serving mode: most rows per forward pass")->capture_default_str();
@@ -153,7 +203,7 @@ int run_bench_cmd(int argc, char** argv) {
     }
     if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok()) return fail("bench", st.message());
     return run_serving(s, concurrent, serve_prompt, serve_gen, late_prompt,
-                       *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch, output);
+                       *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch, output, json_schema);
   }
   const int64_t bytes_per_token = weight_bytes_per_token(*s.model);
   const size_t model_size = s.file.file_size();

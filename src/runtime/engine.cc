@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "cpu/topology.h"
+#include "runtime/constrained.h"
 #include "runtime/reasoning_splitter.h"
 #include "runtime/stop_strings.h"
 #include "text/stream_decoder.h"
@@ -100,15 +101,7 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
   end_think_tokens_ = tokenizer_.encode("</think>\n\n", true);
   if (const std::vector<int32_t> t = tokenizer_.encode("</think>", true); t.size() == 1) think_end_token_ = t[0];
-  // Grammars write text: only ordinary and byte tokens may be chosen by a mask (control and
-  // added tokens never; end of generation is allowed apart, when the grammar may end).
-  std::vector<std::string> bytes(static_cast<size_t>(tokenizer_.n_vocab()));
-  for (int32_t t = 0; t < tokenizer_.n_vocab(); ++t) {
-    const text::TokenType type = tokenizer_.token_type(t);
-    if (type == text::TokenType::kNormal || type == text::TokenType::kByte) bytes[static_cast<size_t>(t)] = tokenizer_.token_to_bytes(t);
-  }
-  bytes.resize(static_cast<size_t>(model.config().n_vocab));  // padding ids, if any: never
-  grammar_vocab_ = std::make_shared<const grammar::Vocabulary>(std::move(bytes));
+  grammar_vocab_ = grammar_vocabulary(tokenizer_, static_cast<int32_t>(model.config().n_vocab));
   masked_logits_.resize(static_cast<size_t>(model.config().n_vocab));
   thread_ = std::thread([this] { loop(); });
 }
@@ -360,7 +353,7 @@ int32_t Engine::sample_constrained(SeqState& st, const float* logits) {
     const bool ok = (bits[t >> 6] >> (t & 63)) & 1;
     out[t] = ok ? logits[t] : -INFINITY;
   }
-  if (may_end) {
+  if (may_end && st.stop_at_eog) {  // (ignore_eos: the grammar's end is the only end)
     for (int32_t t : tokenizer_.eog_tokens()) {
       if (t >= 0 && t < n_vocab) out[t] = logits[t];
     }

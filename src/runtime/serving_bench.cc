@@ -22,7 +22,8 @@ double percentile(std::vector<double> v, double p) {
 
 Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, int32_t n_concurrent,
                                                int32_t n_prompt, int32_t n_gen,
-                                               int32_t late_prompt, uint64_t seed) {
+                                               int32_t late_prompt, uint64_t seed,
+                                               std::shared_ptr<grammar::Grammar> grammar) {
   if (n_concurrent < 1 || n_prompt < 1 || n_gen < 1) {
     return Status::errorf("--concurrent {}, --prompt {}, --gen {}: each must be at least 1", n_concurrent, n_prompt, n_gen);
   }
@@ -50,6 +51,7 @@ Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, 
   const Clock::time_point start = Clock::now();
   for (int32_t i = 0; i < n_concurrent; ++i) {
     EngineRequest r = make(n_prompt, n_gen);
+    r.options.grammar = grammar;
     r.sink = [&, i](EngineEvent&& ev) {
       if (ev.kind != EngineEvent::Kind::kToken) return;
       std::lock_guard<std::mutex> lock(mu);

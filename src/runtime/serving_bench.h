@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
@@ -31,9 +32,11 @@ struct ServingBenchResult {
 
 // One warm-up request first, then the workload. The engine must be idle. late_prompt > 0: once
 // every stream has its second token, a request with a prompt that long arrives (max_gap_s then
-// shows how long its prefill stalled the streams).
+// shows how long its prefill stalled the streams). grammar: every request's output constrained
+// by it from the first token (`ponder bench --json-schema`).
 Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, int32_t n_concurrent,
                                                int32_t n_prompt, int32_t n_gen,
-                                               int32_t late_prompt = 0, uint64_t seed = 1);
+                                               int32_t late_prompt = 0, uint64_t seed = 1,
+                                               std::shared_ptr<grammar::Grammar> grammar = nullptr);
 
 }  // namespace ponder
