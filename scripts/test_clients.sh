@@ -35,8 +35,8 @@ if timeout 10 "$BUILD/ponder" serve -m "$MODEL" --host 0.0.0.0 --port 0 > /dev/n
 grep -q -- "--api-key" "$LOG.refused" || fail "the refusal does not name --api-key"
 rm -f "$LOG.refused"
 # curl: Ollama's format (a schema) gives a JSON answer; a keyword Ponder does not support is a 400.
-out=$(curl -sf "${AUTH[@]}" "$URL/api/chat" -d '{"model":"tiny","stream":false,"messages":[{"role":"user","content":"Hi"}],"format":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]},"options":{"temperature":0,"num_predict":200,"reasoning_budget":4}}')
-python3 -c 'import json,sys; m=json.loads(sys.argv[1])["message"]; assert isinstance(json.loads(m["content"])["ok"], bool), m' "$out" || fail "Ollama format"
+out=$(curl -sf "${AUTH[@]}" "$URL/api/chat" -d '{"model":"tiny","stream":false,"messages":[{"role":"user","content":"Hi"}],"format":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false},"options":{"temperature":0,"num_predict":200,"reasoning_budget":4}}')
+python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["done_reason"] == "stop", r; assert isinstance(json.loads(r["message"]["content"])["ok"], bool), r' "$out" || fail "Ollama format"
 code=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$URL/api/chat" -d '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"format":{"type":"object","not":{}}}')
 [ "$code" = 400 ] || fail "an unsupported schema keyword in format gave $code"
 echo "curl: all checks passed"
