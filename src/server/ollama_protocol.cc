@@ -7,6 +7,7 @@
 #include "grammar/json_schema.h"
 #include "server/field_reader.h"
 #include "server/openai_protocol.h"
+#include "server/openai_tools.h"
 
 namespace ponder::server {
 
@@ -34,7 +35,7 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
     if (!of.ok()) return of.error().message;
   }
   // Fields of Ollama's API that Ponder does not implement: refused by name, never ignored.
-  for (const char* name : {"tools", "images", "suffix", "context", "template"}) {
+  for (const char* name : {"images", "suffix", "context", "template"}) {
     auto it = body.find(name);
     if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_string() && it->get<std::string>().empty())) {
       return fmt::format("'{}' is not supported by Ponder", name);
@@ -75,10 +76,36 @@ std::optional<std::string> parse_ollama_request(const json& body, const ServingD
         return "each message needs a string 'role' and a string 'content'";
       }
       const std::string role = m["role"];
-      if (role != "system" && role != "user" && role != "assistant") return "unsupported role '" + role + "'";
-      g->messages.push_back({role, m.value("content", "")});
+      if (role != "system" && role != "user" && role != "assistant" && role != "tool") return "unsupported role '" + role + "'";
+      text::ChatMessage msg{role, m.value("content", "")};
+      // Ollama's assistant calls: [{"function": {"name": ..., "arguments": {...}}}].
+      if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+        if (role != "assistant" || !tc->is_array()) return "'tool_calls' must be an array, on an assistant message";
+        for (const auto& c : *tc) {
+          const json* fn = c.is_object() && c.contains("function") ? &c["function"] : nullptr;
+          if (fn == nullptr || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
+            return "each of 'tool_calls' needs a 'function' with a string 'name'";
+          }
+          const json args = fn->value("arguments", json::object());
+          msg.tool_calls.push_back({(*fn)["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+        }
+      }
+      g->messages.push_back(std::move(msg));
+    }
+    if (auto t = body.find("tools"); t != body.end() && !t->is_null() && !(t->is_array() && t->empty())) {
+      FieldReader f(body);
+      const std::vector<grammar::ToolFunction> tools = read_functions(f, *t);
+      // Ollama lets the model decide (auto); Ponder also takes OpenAI's "required" and "none".
+      const std::string choice = f.string("tool_choice").value_or("auto");
+      if (choice != "auto" && choice != "required" && choice != "none") return "'tool_choice' must be auto, required or none";
+      if (f.ok() && choice != "none") {
+        constrain_to_tools(f, tools, choice == "required" ? grammar::ToolChoiceMode::kRequired : grammar::ToolChoiceMode::kAuto, "",
+                           true, g);
+      }
+      if (!f.ok()) return f.error().message;
     }
   } else {
+    if (auto t = body.find("tools"); t != body.end() && !t->is_null()) return "'tools' is for /api/chat";
     auto p = body.find("prompt");
     if (p == body.end() || !p->is_string()) return "'prompt' must be a string";
     auto raw = body.find("raw");

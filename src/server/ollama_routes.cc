@@ -5,6 +5,7 @@
 #include <fmt/chrono.h>
 #include <fmt/core.h>
 
+#include "grammar/tool_calls.h"
 #include "server/generation_service.h"
 #include "server/ollama_protocol.h"
 #include "server/openai_protocol.h"
@@ -69,6 +70,13 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
     thinking_ += ev.reasoning;
     content_ += ev.content;
     if (ev.kind == EngineEvent::Kind::kToken) {
+      if (g_.stream && g_.tool_calls && chat_shape_) {  // the calls' text is not content
+        std::string text;
+        for (const grammar::ToolCallEvent& e : calls_.push(ev.content)) {
+          if (e.kind == grammar::ToolCallEvent::Kind::kContent) text += e.text;
+        }
+        ev.content = std::move(text);
+      }
       if (g_.stream && ((show_thinking_ && !ev.reasoning.empty()) || !ev.content.empty())) {
         r_->write(dump(line(ev.reasoning, ev.content, false)) + "\n");
       }
@@ -80,7 +88,29 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
       return r_->end();
     }
     const GenerateStats& s = ev.stats;
+    if (g_.stream && g_.tool_calls && chat_shape_) {
+      std::string text;
+      auto events = calls_.push(ev.content);
+      for (auto& e : calls_.finish()) events.push_back(std::move(e));
+      for (const grammar::ToolCallEvent& e : events) {
+        if (e.kind == grammar::ToolCallEvent::Kind::kContent) text += e.text;
+      }
+      ev.content = std::move(text);
+    }
     json last = g_.stream ? line(ev.reasoning, ev.content, true) : line(thinking_, content_, true);
+    if (g_.tool_calls && chat_shape_) {
+      // The calls in Ollama's shape (arguments as an object); streamed, in the last line.
+      const grammar::ParsedAnswer a = grammar::parse_tool_calls(content_);
+      if (!a.calls.empty()) {
+        json calls = json::array();
+        for (size_t i = 0; i < a.calls.size(); ++i) {
+          json args = json::parse(a.calls[i].arguments, nullptr, false);
+          calls.push_back({{"function", {{"index", i}, {"name", a.calls[i].name}, {"arguments", args.is_discarded() ? json(a.calls[i].arguments) : args}}}});
+        }
+        last["message"]["tool_calls"] = calls;
+        if (!g_.stream) last["message"]["content"] = a.content;
+      }
+    }
     last["done_reason"] = s.finish_reason == "stop" ? "stop" : "length";
     last["total_duration"] = ns(s.queue_s + s.prompt_s + s.gen_s);
     last["load_duration"] = 0;
@@ -100,6 +130,7 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
   bool chat_shape_;
   bool show_thinking_;
   std::string thinking_, content_;
+  grammar::ToolCallStream calls_;  // streamed answers with tools: the plain text apart from the calls
 };
 
 void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {

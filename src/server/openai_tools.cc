@@ -49,8 +49,6 @@ bool read_message_tool_calls(FieldReader& f, const json& m, const std::string& w
   return true;
 }
 
-namespace {
-
 std::vector<grammar::ToolFunction> read_functions(FieldReader& f, const json& tools) {
   std::vector<grammar::ToolFunction> out;
   if (!tools.is_array()) {
@@ -93,8 +91,6 @@ std::vector<grammar::ToolFunction> read_functions(FieldReader& f, const json& to
   }
   return out;
 }
-
-}  // namespace
 
 void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
   // Every tool result answers a call made before it.
@@ -139,8 +135,13 @@ void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
     }
   }
   const bool parallel = f.boolean("parallel_tool_calls").value_or(true);
+  constrain_to_tools(f, tools, mode, named, parallel, out);
+}
+
+void constrain_to_tools(FieldReader& f, const std::vector<grammar::ToolFunction>& tools, grammar::ToolChoiceMode mode,
+                        const std::string& named, bool parallel, GenerationRequest* out) {
   if (!out->grammar.empty()) {
-    return f.fail(ApiError::bad_request("'tools' cannot be combined with 'response_format', 'grammar' or 'json_schema'", "tools"));
+    return f.fail(ApiError::bad_request("'tools' cannot be combined with 'response_format', 'grammar', 'json_schema' or 'format'", "tools"));
   }
   auto gbnf = grammar::tool_call_grammar(tools, mode, named, parallel);
   if (!gbnf.has_value()) return f.fail(ApiError::bad_request("'tools': " + gbnf.status().message(), "tools"));

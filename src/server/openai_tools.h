@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "grammar/tool_calls.h"
 #include "server/field_reader.h"
 #include "server/generation_request.h"
 
@@ -22,6 +23,12 @@ bool read_message_tool_calls(FieldReader& f, const nlohmann::json& message, cons
 // tools / tool_choice / parallel_tool_calls of the body; the messages must be read first (the
 // tool list joins the system prompt). Also checks every tool result answers an earlier call.
 void read_tools(FieldReader& f, const nlohmann::json& body, GenerationRequest* out);
+
+// What the two API families share: the functions of a `tools` array (OpenAI's shape, which
+// Ollama's is too), and the request constrained to call them (the list joins the system prompt).
+std::vector<grammar::ToolFunction> read_functions(FieldReader& f, const nlohmann::json& tools);
+void constrain_to_tools(FieldReader& f, const std::vector<grammar::ToolFunction>& tools, grammar::ToolChoiceMode mode,
+                        const std::string& named, bool parallel, GenerationRequest* out);
 
 // An id for the index-th call of an answer (OpenAI's "call_...").
 std::string tool_call_id(const std::string& completion_id, int32_t choice, int32_t index);

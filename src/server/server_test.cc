@@ -753,6 +753,7 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
   EXPECT_EQ(obad.status, 400);
   EXPECT_NE(obad.j()["error"].get<std::string>().find("uniqueItems"), std::string::npos);
   EXPECT_EQ(post(f.port, "/api/chat", {{"messages", msgs}, {"tools", {{{"type", "function"}}}}}).status, 400);
+  EXPECT_EQ(post(f.port, "/api/chat", {{"messages", msgs}, {"images", {"aGk="}}}).status, 400);
   EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // still serving
 }
 
@@ -808,6 +809,38 @@ TEST(ServerTest, ToolCallsWholeAndStreamed) {
   next["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice["message"]["tool_calls"]}});
   next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call0["id"]}, {"content", "18 C, sunny"}});
   EXPECT_EQ(post(f.port, "/v1/chat/completions", next).status, 200);
+  // Ollama's tools: the model decides (auto; "required" is Ponder's extension); a call comes back in message.tool_calls with its
+  // arguments as an object, whole and streamed alike.
+  const json weather = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"], "additionalProperties": false}}}])");
+  int n_called = 0;
+  for (int seed = 0; seed < 6; ++seed) {
+    const json ob = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"tools", weather}, {"stream", false},
+                     {"tool_choice", seed % 2 ? "required" : "auto"},
+                     {"options", {{"temperature", 1.0}, {"seed", seed}, {"num_predict", 300}, {"reasoning_budget", 3}}}};
+    const Reply o = post(f.port, "/api/chat", ob);
+    ASSERT_EQ(o.status, 200) << o.body;
+    const json msg = o.j()["message"];
+    if (!msg.contains("tool_calls")) continue;
+    ++n_called;
+    EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_TRUE(msg["tool_calls"][0]["function"]["arguments"]["city"].is_string()) << msg;
+    json streamed = ob;
+    streamed["stream"] = true;
+    const Reply so = post(f.port, "/api/chat", streamed);
+    json last;
+    std::string content;
+    size_t pos = 0, nl;
+    while ((nl = so.body.find('\n', pos)) != std::string::npos) {
+      last = json::parse(so.body.substr(pos, nl - pos));
+      content += last["message"]["content"].get<std::string>();
+      pos = nl + 1;
+    }
+    EXPECT_EQ(last["message"]["tool_calls"], msg["tool_calls"]);
+    EXPECT_EQ(content, msg["content"].get<std::string>());
+  }
+  EXPECT_GE(n_called, 3);  // every "required" one at least
+  EXPECT_EQ(post(f.port, "/api/generate", {{"prompt", "x"}, {"tools", weather}}).status, 400);
   next["messages"].back()["tool_call_id"] = "call_unknown";
   const Reply unmatched = post(f.port, "/v1/chat/completions", next);
   EXPECT_EQ(unmatched.status, 400);
