@@ -19,6 +19,9 @@ namespace {
 constexpr size_t kMaxStates = 1 << 15;
 constexpr size_t kMaxReplayStates = 1 << 18;  // what one generation may grow to for replays
 constexpr size_t kMaxMaskBytes = size_t{96} << 20;
+// A compiled grammar's size bound: repetitions multiply (("a"{9999}){9999} is 10^8 elements), and
+// a grammar may come from a request.
+constexpr size_t kMaxElements = size_t{1} << 21;
 
 ByteSet byte_range_set(uint8_t lo, uint8_t hi) {
   ByteSet s{};
@@ -35,6 +38,15 @@ struct Compiler {
   std::vector<ByteSet> byte_sets;
   std::unordered_map<std::string, uint32_t> ids;
   std::string error;
+  size_t n_elements = 0;  // emitted so far, against kMaxElements
+
+  // Counts n more elements; false (and an error naming where) past the bound.
+  bool grow(size_t n, const GbnfElement& e) {
+    n_elements += n;
+    if (n_elements <= kMaxElements) return true;
+    fail(e, fmt::format("the grammar expands to more than {} elements (repetitions multiply)", kMaxElements));
+    return false;
+  }
 
   uint32_t new_rule(const std::string& name) {
     names.push_back(name);
@@ -117,6 +129,9 @@ struct Compiler {
   // (`loop ::= atom loop |`, a tail call) or max - min nested optional rules.
   void element(const GbnfElement& e, const std::string& owner, std::vector<Element>* out) {
     const std::vector<Element> a = atom(e, owner);
+    if (!error.empty()) return;
+    const size_t copies = static_cast<size_t>(e.min) + (e.max < 0 ? 1 : static_cast<size_t>(e.max - e.min));
+    if (!grow((a.size() + 1) * std::max<size_t>(copies, 1), e)) return;
     if (e.min == 1 && e.max == 1) {
       out->insert(out->end(), a.begin(), a.end());
       return;
@@ -145,7 +160,10 @@ struct Compiler {
 
   std::vector<Element> sequence(const GbnfSequence& s, const std::string& owner) {
     std::vector<Element> out;
-    for (const GbnfElement& e : s) element(e, owner, &out);
+    for (const GbnfElement& e : s) {
+      if (!error.empty()) break;
+      element(e, owner, &out);
+    }
     return out;
   }
 

@@ -131,6 +131,13 @@ TEST(GrammarTest, ErrorsNameLineAndColumn) {
   EXPECT_EQ(compile_error("root ::= \"a\" ? ?\n"), "line 1, column 16: two repetition operators in a row: put the element in ( ) first");
 }
 
+TEST(GrammarTest, ExpansionIsBounded) {
+  // A grammar may come from a request: repetitions that multiply past the bound are refused.
+  EXPECT_NE(compile_error("root ::= (\"a\"{9999}){9999}\n").find("expands to more than"), std::string::npos);
+  EXPECT_EQ(compile_error("x ::= [a]{5000}\ny ::= (x x x x){1000}\nroot ::= y\n"), "");  // references do not multiply
+  EXPECT_EQ(compile_error("root ::= [a]{0,9999} [b]{9999}\n"), "");
+}
+
 TEST(GrammarTest, LeftRecursionRefused) {
   EXPECT_EQ(compile_error("root ::= root \"a\" | \"b\"\n"), "line 1, column 1: the rule 'root' is left-recursive");
   EXPECT_EQ(compile_error("root ::= x\nx ::= [a]? y \"c\"\ny ::= x | \"b\"\n"),
