@@ -2,6 +2,7 @@
 // thinking and answer go through renderMarkdown. An assistant view is updated in place while it
 // streams: update() re-renders at most once per animation frame.
 import { decorateCode, renderMarkdown } from './markdown.js';
+import { splitToolCalls, toolCallView } from './toolcalls.js';
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -105,9 +106,12 @@ export function assistantView(msg, { copy, onRegenerate }) {
     const t = msg.thinkStats ?? {};
     meta.textContent = [t.tokens ? `${t.tokens} tokens` : '', t.seconds !== undefined ? seconds(t.seconds) : ''].filter(Boolean).join(' · ');
     if (answer.dataset.src !== msg.content) {
-      answer.innerHTML = renderMarkdown(msg.content);
+      // Tool calls R1 wrote as text become cards after the answer's own text.
+      const { text, calls } = splitToolCalls(msg.content);
+      answer.innerHTML = renderMarkdown(text);
       answer.dataset.src = msg.content;
       decorateCode(answer, copy);
+      for (const call of calls) answer.append(toolCallView(call));
     }
     error.hidden = !msg.error;
     error.textContent = msg.error ?? '';

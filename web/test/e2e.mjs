@@ -385,6 +385,26 @@ test('import renders markdown, code and every math delimiter; hostile text stays
   assert.equal(await lastAssistant(page).locator('.think-body .katex').count(), 1);
   assert.equal(await page.locator('.msg.user .bubble').textContent(), HOSTILE, 'user text is shown as text');
   await assertInert(page);
+  // A tool call R1 wrote as text is a card: the function's name and its arguments pretty-printed;
+  // markup in them stays text.
+  const toolAnswer = 'Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city":"Paris","days":2,"note":"<img src=x onerror=alert(1)>"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>';
+  writeFileSync(join(scratch, 'tool.json'), JSON.stringify({
+    format: 'ponder-conversations', version: 1,
+    conversations: [{ id: 'tool-1', title: 'Tool', created: 1, updated: Date.now(),
+      messages: [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: toolAnswer }] }],
+  }));
+  await page.setInputFiles('#import-file', join(scratch, 'tool.json'));
+  await until('the tool import', async () => (await page.textContent('#title')) === 'Tool');
+  const card = lastAssistant(page).locator('.tool-call');
+  assert.equal(await card.count(), 1);
+  assert.equal(await card.locator('.tool-name').textContent(), 'get_weather');
+  assert.deepEqual(JSON.parse(await card.locator('.tool-args').textContent()), { city: 'Paris', days: 2, note: '<img src=x onerror=alert(1)>' });
+  assert.ok((await card.locator('.tool-args').textContent()).includes('\n  "city"'), 'pretty-printed');
+  assert.equal(await lastAssistant(page).locator('.answer img').count(), 0);
+  assert.ok(!(await lastAssistant(page).locator('.answer').textContent()).includes('tool▁calls'), 'no raw markers');
+  await shot(page, 'tool-call');
+  await page.locator('.conv-open', { hasText: /^Imported$/ }).click();
+  await until('the first import again', async () => (await page.textContent('#title')) === 'Imported');
   // The copy button puts the code on the clipboard.
   await answer.locator('.copy-code').click();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'def f(x):\n    return x ** 2');
