@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -18,9 +17,14 @@
 namespace {
 
 const std::shared_ptr<const ponder::grammar::Vocabulary>& vocab() {
-  static const auto v = std::make_shared<const ponder::grammar::Vocabulary>(std::vector<std::string>{
-      "", "a", "b", "ab", "{", "}", "\"", ":", ",", " ", "\n", "0", "12", "-", ".", "e", "true", "null", "[", "]",
-      "\\", "\xC3", "\xA9", "\xC3\xA9", "\xE2\x86\x92", "x", "yz", "aaaa", "\"a\"", "{\"", "\":", "\t"});
+  static const auto v = std::make_shared<const ponder::grammar::Vocabulary>(
+      std::vector<std::string>{"",    "a",    "b",    "ab",       "{",
+                               "}",   "\"",   ":",    ",",        " ",
+                               "\n",  "0",    "12",   "-",        ".",
+                               "e",   "true", "null", "[",        "]",
+                               "\\",  "\xC3", "\xA9", "\xC3\xA9", "\xE2\x86\x92",
+                               "x",   "yz",   "aaaa", "\"a\"",    "{\"",
+                               "\":", "\t"});
   return v;
 }
 
@@ -33,7 +37,8 @@ void walk(const std::shared_ptr<ponder::grammar::Grammar>& g, const uint8_t* dat
     for (int32_t t = 0; t < v.n_vocab(); ++t) {
       const bool allowed = ((*mask)[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1;
       const std::string next = m.consumed() + v.bytes(t);
-      if (allowed != (!v.bytes(t).empty() && g->accepts_prefix(next))) std::abort();  // the mask is exact
+      if (allowed != (!v.bytes(t).empty() && g->accepts_prefix(next)))
+        std::abort();  // the mask is exact
       if (allowed) ok.push_back(t);
     }
     if (ok.empty()) return;

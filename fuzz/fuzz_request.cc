@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.h"
-#include "server/ollama_protocol.h"
-#include "server/openai_protocol.h"
-#include "server/route_key.h"
+#include "server/ollama/ollama_protocol.h"
+#include "server/openai/openai_protocol.h"
+#include "server/common/route_key.h"
 #include "text/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

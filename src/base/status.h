@@ -11,6 +11,15 @@
 
 namespace ponder {
 
+// What kind of failure, for a caller that answers each differently (an HTTP server: 400, 413-like
+// context errors, 503) without reading the message.
+enum class StatusKind {
+  kFailed,        // anything else
+  kInvalidInput,  // the input is wrong (an id outside the vocabulary, a bad option)
+  kTooLong,       // the request does not fit the context
+  kBusy,          // try again later (a full queue, shutting down)
+};
+
 class Status {
  public:
   Status() = default;  // OK
@@ -24,16 +33,26 @@ class Status {
   bool is_ok() const { return !failed_; }
   explicit operator bool() const { return !failed_; }
   const std::string& message() const { return message_; }
+  StatusKind kind() const { return kind_; }
+  // A copy of a failed status with its kind set.
+  Status with_kind(StatusKind kind) const {
+    Status s = *this;
+    s.kind_ = kind;
+    return s;
+  }
 
   // Returns a copy with "context: " prepended to the message.
   Status with_context(const std::string& context) const {
-    return failed_ ? Status(context + ": " + message_, true) : *this;
+    Status s = *this;
+    if (failed_) s.message_ = context + ": " + message_;
+    return s;
   }
 
  private:
   Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
   std::string message_;
   bool failed_ = false;
+  StatusKind kind_ = StatusKind::kFailed;
 };
 
 // Either a value or a failed Status.

@@ -25,7 +25,8 @@ void append_utf8(uint32_t cp, std::string* out) {
 namespace {
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
 }
 
 class Parser {
@@ -80,7 +81,8 @@ class Parser {
   }
 
   void fail(const std::string& what) {
-    if (error_.empty()) error_ = fmt::format("line {}, column {}: {}", line_of(pos_), column_of(pos_), what);
+    if (error_.empty())
+      error_ = fmt::format("line {}, column {}: {}", line_of(pos_), column_of(pos_), what);
   }
 
   // Spaces, tabs and comments; newlines too when `newlines`.
@@ -150,7 +152,8 @@ class Parser {
           if (pos_ + 1 < s_.size() && s_[pos_] == '-' && s_[pos_ + 1] != ']') {
             ++pos_;
             if (!character(&hi)) return seq;
-            if (hi < lo) return fail(fmt::format("the range U+{:04X}-U+{:04X} is empty", lo, hi)), seq;
+            if (hi < lo)
+              return fail(fmt::format("the range U+{:04X}-U+{:04X} is empty", lo, hi)), seq;
           }
           e.ranges.push_back({lo, hi});
         }
@@ -218,7 +221,8 @@ class Parser {
       }
       if (pos_ >= s_.size() || s_[pos_] != '}') return fail("expected '}'");
       ++pos_;
-      if (m > kMaxRepetition || n > kMaxRepetition) return fail(fmt::format("repetition bounds above {} are not supported", kMaxRepetition));
+      if (m > kMaxRepetition || n > kMaxRepetition)
+        return fail(fmt::format("repetition bounds above {} are not supported", kMaxRepetition));
       if (n >= 0 && n < m) return fail(fmt::format("the repetition {{{},{}}} is empty", m, n));
       e->min = static_cast<int32_t>(m);
       e->max = static_cast<int32_t>(n);
@@ -226,7 +230,8 @@ class Parser {
       return;
     }
     skip_space(false);
-    if (pos_ < s_.size() && (s_[pos_] == '*' || s_[pos_] == '+' || s_[pos_] == '?' || s_[pos_] == '{')) {
+    if (pos_ < s_.size() &&
+        (s_[pos_] == '*' || s_[pos_] == '+' || s_[pos_] == '?' || s_[pos_] == '{')) {
       fail("two repetition operators in a row: put the element in ( ) first");
     }
   }
@@ -234,7 +239,8 @@ class Parser {
   bool number(int64_t* out) {
     const size_t start = pos_;
     int64_t v = 0;
-    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9' && pos_ - start < 9) v = v * 10 + (s_[pos_++] - '0');
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9' && pos_ - start < 9)
+      v = v * 10 + (s_[pos_++] - '0');
     *out = v;
     return pos_ > start;
   }
@@ -244,7 +250,10 @@ class Parser {
     for (int i = 0; i < digits; ++i) {
       if (pos_ >= s_.size()) return fail("unterminated escape"), false;
       const char c = s_[pos_++];
-      int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+      int d = (c >= '0' && c <= '9')   ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : -1;
       if (d < 0) return --pos_, fail(fmt::format("'{}' is not a hex digit", c)), false;
       v = v * 16 + static_cast<uint32_t>(d);
     }
@@ -260,16 +269,38 @@ class Parser {
       if (pos_ >= s_.size()) return fail("unterminated escape"), false;
       const char e = s_[pos_++];
       switch (e) {
-        case 'n': *cp = '\n'; return true;
-        case 'r': *cp = '\r'; return true;
-        case 't': *cp = '\t'; return true;
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': *cp = static_cast<uint32_t>(e); return true;
-        case 'x': if (!hex(2, cp)) return false; break;
-        case 'u': if (!hex(4, cp)) return false; break;
-        case 'U': if (!hex(8, cp)) return false; break;
-        default: return --pos_, fail(fmt::format("unknown escape '\\{}'", e)), false;
+        case 'n':
+          *cp = '\n';
+          return true;
+        case 'r':
+          *cp = '\r';
+          return true;
+        case 't':
+          *cp = '\t';
+          return true;
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+          *cp = static_cast<uint32_t>(e);
+          return true;
+        case 'x':
+          if (!hex(2, cp)) return false;
+          break;
+        case 'u':
+          if (!hex(4, cp)) return false;
+          break;
+        case 'U':
+          if (!hex(8, cp)) return false;
+          break;
+        default:
+          return --pos_, fail(fmt::format("unknown escape '\\{}'", e)), false;
       }
-      if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return fail(fmt::format("U+{:X} is not a character", *cp)), false;
+      if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        return fail(fmt::format("U+{:X} is not a character", *cp)), false;
       return true;
     }
     int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
@@ -281,7 +312,8 @@ class Parser {
       v = (v << 6) | (b & 0x3F);
     }
     static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < kMin[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return fail("invalid UTF-8"), false;
+    if (v < kMin[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+      return fail("invalid UTF-8"), false;
     pos_ += static_cast<size_t>(n);
     *cp = v;
     return true;

@@ -21,12 +21,12 @@ struct CodeRange {
 struct GbnfElement {
   enum class Kind { kLiteral, kClass, kRef, kGroup };
   Kind kind = Kind::kLiteral;
-  std::string text;                             // kLiteral: the bytes; kRef: the rule's name
-  std::vector<CodeRange> ranges;                // kClass (`.` is [\x00-\U0010FFFF])
-  bool negated = false;                         // kClass: [^...]
-  std::vector<std::vector<GbnfElement>> alts;   // kGroup
-  int32_t min = 1, max = 1;                     // repetition; max -1: unbounded
-  int32_t line = 0, column = 0;                 // where it starts (for errors)
+  std::string text;                            // kLiteral: the bytes; kRef: the rule's name
+  std::vector<CodeRange> ranges;               // kClass (`.` is [\x00-\U0010FFFF])
+  bool negated = false;                        // kClass: [^...]
+  std::vector<std::vector<GbnfElement>> alts;  // kGroup
+  int32_t min = 1, max = 1;                    // repetition; max -1: unbounded
+  int32_t line = 0, column = 0;                // where it starts (for errors)
 };
 
 using GbnfSequence = std::vector<GbnfElement>;

@@ -44,7 +44,8 @@ struct Compiler {
   bool grow(size_t n, const GbnfElement& e) {
     n_elements += n;
     if (n_elements <= kMaxElements) return true;
-    fail(e, fmt::format("the grammar expands to more than {} elements (repetitions multiply)", kMaxElements));
+    fail(e, fmt::format("the grammar expands to more than {} elements (repetitions multiply)",
+                        kMaxElements));
     return false;
   }
 
@@ -130,7 +131,8 @@ struct Compiler {
   void element(const GbnfElement& e, const std::string& owner, std::vector<Element>* out) {
     const std::vector<Element> a = atom(e, owner);
     if (!error.empty()) return;
-    const size_t copies = static_cast<size_t>(e.min) + (e.max < 0 ? 1 : static_cast<size_t>(e.max - e.min));
+    const size_t copies =
+        static_cast<size_t>(e.min) + (e.max < 0 ? 1 : static_cast<size_t>(e.max - e.min));
     if (!grow((a.size() + 1) * std::max<size_t>(copies, 1), e)) return;
     if (e.min == 1 && e.max == 1) {
       out->insert(out->end(), a.begin(), a.end());
@@ -219,8 +221,8 @@ struct Compiler {
           for (const GbnfRule& g : rules) {
             if (g.name == name) where = &g;
           }
-          error = where ? fmt::format("line {}, column {}: the rule '{}' is left-recursive", where->line,
-                                      where->column, name)
+          error = where ? fmt::format("line {}, column {}: the rule '{}' is left-recursive",
+                                      where->line, where->column, name)
                         : fmt::format("the rule '{}' is left-recursive", name);
         } else if (color[next] == 0) {
           color[next] = 1;
@@ -233,12 +235,14 @@ struct Compiler {
 
 }  // namespace
 
-Expected<std::shared_ptr<Grammar>> Grammar::compile(std::string_view gbnf, const CompileOptions& options) {
+Expected<std::shared_ptr<Grammar>> Grammar::compile(std::string_view gbnf,
+                                                    const CompileOptions& options) {
   PONDER_ASSIGN_OR_RETURN(std::vector<GbnfRule> rules, parse_gbnf(gbnf));
   Compiler c;
   for (const GbnfRule& r : rules) {
     if (c.ids.count(r.name)) {
-      return Status::errorf("line {}, column {}: the rule '{}' is defined twice", r.line, r.column, r.name);
+      return Status::errorf("line {}, column {}: the rule '{}' is defined twice", r.line, r.column,
+                            r.name);
     }
     c.ids[r.name] = c.new_rule(r.name);
   }
@@ -316,7 +320,8 @@ GrammarCache::GrammarCache(size_t capacity) : impl_(std::make_unique<Impl>()) {
 }
 GrammarCache::~GrammarCache() = default;
 
-Expected<std::shared_ptr<Grammar>> GrammarCache::get(std::string_view gbnf, const CompileOptions& options) {
+Expected<std::shared_ptr<Grammar>> GrammarCache::get(std::string_view gbnf,
+                                                     const CompileOptions& options) {
   std::string key = fmt::format("{}\n{}", options.leading_newlines, gbnf);
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -402,9 +407,11 @@ void Program::expand(uint32_t n0, bool* accept) {
 
 uint32_t Program::intern_state(bool accept) {
   std::sort(scratch_nodes_.begin(), scratch_nodes_.end());
-  scratch_nodes_.erase(std::unique(scratch_nodes_.begin(), scratch_nodes_.end()), scratch_nodes_.end());
+  scratch_nodes_.erase(std::unique(scratch_nodes_.begin(), scratch_nodes_.end()),
+                       scratch_nodes_.end());
   if (scratch_nodes_.empty() && !accept) return kDead;
-  std::string key(reinterpret_cast<const char*>(scratch_nodes_.data()), scratch_nodes_.size() * sizeof(uint32_t));
+  std::string key(reinterpret_cast<const char*>(scratch_nodes_.data()),
+                  scratch_nodes_.size() * sizeof(uint32_t));
   key.push_back(accept ? 1 : 0);
   auto [it, added] = state_ids_.try_emplace(std::move(key), static_cast<uint32_t>(states_.size()));
   if (added) {

@@ -56,11 +56,11 @@ TEST(GrammarTest, Repetitions) {
   auto g = compile_ok("root ::= \"a\"{2,4} \"b\"* \"c\"+ \"d\"? \"e\"{3} [0-9]{2,}\n");
   EXPECT_TRUE(g->accepts("aacceee12"));
   EXPECT_TRUE(g->accepts("aaaabbbbcdeee123456"));
-  EXPECT_FALSE(g->accepts("acceee12"));       // one a
-  EXPECT_FALSE(g->accepts("aaaaacceee12"));   // five a
-  EXPECT_FALSE(g->accepts("aaeee12"));        // no c
-  EXPECT_FALSE(g->accepts("aacceeee12"));     // four e
-  EXPECT_FALSE(g->accepts("aacceee1"));       // one digit
+  EXPECT_FALSE(g->accepts("acceee12"));      // one a
+  EXPECT_FALSE(g->accepts("aaaaacceee12"));  // five a
+  EXPECT_FALSE(g->accepts("aaeee12"));       // no c
+  EXPECT_FALSE(g->accepts("aacceeee12"));    // four e
+  EXPECT_FALSE(g->accepts("aacceee1"));      // one digit
 }
 
 TEST(GrammarTest, GroupsNestAndRulesReferEachOther) {
@@ -119,30 +119,39 @@ TEST(GrammarTest, LeadingNewlinesOption) {
 }
 
 TEST(GrammarTest, ErrorsNameLineAndColumn) {
-  EXPECT_EQ(compile_error("root ::= \"a\"\nfoo := \"b\"\n"), "line 2, column 5: expected '::=' after the rule name 'foo'");
+  EXPECT_EQ(compile_error("root ::= \"a\"\nfoo := \"b\"\n"),
+            "line 2, column 5: expected '::=' after the rule name 'foo'");
   EXPECT_EQ(compile_error("root ::= item\n"), "line 1, column 10: the rule 'item' is not defined");
   EXPECT_EQ(compile_error("item ::= \"a\"\n"), "the grammar has no 'root' rule");
   EXPECT_EQ(compile_error("root ::= \"abc\n"), "line 1, column 14: a literal must end on its line");
-  EXPECT_EQ(compile_error("root ::= [z-a]\n"), "line 1, column 14: the range U+007A-U+0061 is empty");
+  EXPECT_EQ(compile_error("root ::= [z-a]\n"),
+            "line 1, column 14: the range U+007A-U+0061 is empty");
   EXPECT_EQ(compile_error("root ::= (\"a\" \n"), "line 2, column 1: expected ')'");
-  EXPECT_EQ(compile_error("root ::= \"a\"{3,1}\n"), "line 1, column 18: the repetition {3,1} is empty");
-  EXPECT_EQ(compile_error("root ::= \"a\"\nroot ::= \"b\"\n"), "line 2, column 1: the rule 'root' is defined twice");
+  EXPECT_EQ(compile_error("root ::= \"a\"{3,1}\n"),
+            "line 1, column 18: the repetition {3,1} is empty");
+  EXPECT_EQ(compile_error("root ::= \"a\"\nroot ::= \"b\"\n"),
+            "line 2, column 1: the rule 'root' is defined twice");
   EXPECT_EQ(compile_error("root ::= \"\\q\"\n"), "line 1, column 12: unknown escape '\\q'");
-  EXPECT_EQ(compile_error("root ::= \"a\" ? ?\n"), "line 1, column 16: two repetition operators in a row: put the element in ( ) first");
+  EXPECT_EQ(compile_error("root ::= \"a\" ? ?\n"),
+            "line 1, column 16: two repetition operators in a row: put the element in ( ) first");
 }
 
 TEST(GrammarTest, ExpansionIsBounded) {
   // A grammar may come from a request: repetitions that multiply past the bound are refused.
-  EXPECT_NE(compile_error("root ::= (\"a\"{9999}){9999}\n").find("expands to more than"), std::string::npos);
-  EXPECT_EQ(compile_error("x ::= [a]{5000}\ny ::= (x x x x){1000}\nroot ::= y\n"), "");  // references do not multiply
+  EXPECT_NE(compile_error("root ::= (\"a\"{9999}){9999}\n").find("expands to more than"),
+            std::string::npos);
+  EXPECT_EQ(compile_error("x ::= [a]{5000}\ny ::= (x x x x){1000}\nroot ::= y\n"),
+            "");  // references do not multiply
   EXPECT_EQ(compile_error("root ::= [a]{0,9999} [b]{9999}\n"), "");
 }
 
 TEST(GrammarTest, LeftRecursionRefused) {
-  EXPECT_EQ(compile_error("root ::= root \"a\" | \"b\"\n"), "line 1, column 1: the rule 'root' is left-recursive");
+  EXPECT_EQ(compile_error("root ::= root \"a\" | \"b\"\n"),
+            "line 1, column 1: the rule 'root' is left-recursive");
   EXPECT_EQ(compile_error("root ::= x\nx ::= [a]? y \"c\"\ny ::= x | \"b\"\n"),
             "line 2, column 1: the rule 'x' is left-recursive");
-  EXPECT_EQ(compile_error("root ::= (\"a\"?)* \"b\"\n"), "line 1, column 1: the rule 'root' is left-recursive");
+  EXPECT_EQ(compile_error("root ::= (\"a\"?)* \"b\"\n"),
+            "line 1, column 1: the rule 'root' is left-recursive");
 }
 
 TEST(GrammarTest, CacheReturnsTheSameGrammar) {

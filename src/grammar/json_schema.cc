@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "grammar/gbnf_parser.h"
+#include "grammar/utf8_ranges.h"
 
 namespace ponder::grammar {
 namespace {
@@ -223,35 +224,7 @@ std::string type_name(const Json& v) {
 
 using CpSet = std::vector<CodeRange>;
 
-// Sorted, merged, without surrogates; complemented when asked.
-CpSet normalize(CpSet r, bool negated) {
-  std::sort(r.begin(), r.end(), [](const CodeRange& a, const CodeRange& b) { return a.lo < b.lo; });
-  CpSet merged;
-  for (const CodeRange& x : r) {
-    if (!merged.empty() && x.lo <= merged.back().hi + 1) {
-      merged.back().hi = std::max(merged.back().hi, x.hi);
-    } else {
-      merged.push_back(x);
-    }
-  }
-  if (negated) {
-    CpSet inv;
-    uint32_t next = 0;
-    for (const CodeRange& x : merged) {
-      if (x.lo > next) inv.push_back({next, x.lo - 1});
-      next = x.hi + 1;
-    }
-    if (next <= 0x10FFFF) inv.push_back({next, 0x10FFFF});
-    merged = std::move(inv);
-  }
-  CpSet out;
-  for (const CodeRange& x : merged) {
-    if (x.lo < 0xD800 && x.hi >= 0xD800) out.push_back({x.lo, 0xD7FF});
-    if (x.hi > 0xDFFF && x.lo <= 0xDFFF) out.push_back({0xE000, x.hi});
-    if (x.hi < 0xD800 || x.lo > 0xDFFF) out.push_back(x);
-  }
-  return out;
-}
+CpSet normalize(CpSet r, bool negated) { return normalize_code_ranges(std::move(r), negated); }
 
 bool contains(const CpSet& set, uint32_t cp) {
   for (const CodeRange& r : set) {
@@ -1109,7 +1082,8 @@ class Converter {
   }
 
   static bool only_annotations(const Json& s, std::initializer_list<const char*> also) {
-    for (const auto& [key, value] : s.items()) {
+    for (const auto& item : s.items()) {
+      const std::string& key = item.key();  // (clang 14 cannot capture a structured binding)
       if (kIgnored.count(key) == 0 && std::find_if(also.begin(), also.end(), [&](const char* k) {
                                         return key == k;
                                       }) == also.end()) {

@@ -88,7 +88,7 @@ class Program {
   int32_t initial_ = -1;
   size_t mask_bytes_ = 0;
   uint64_t mask_vocab_ = 0;  // Vocabulary::id() of the cached masks
-  size_t max_states_ = 0;     // the bound: raised when replays alone fill it (no thrashing)
+  size_t max_states_ = 0;    // the bound: raised when replays alone fill it (no thrashing)
   // expand()'s scratch
   std::vector<uint32_t> scratch_nodes_;
   std::vector<uint32_t> todo_;

@@ -16,7 +16,8 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes) : bytes_(std::move(
   for (int32_t t = 0; t < n_vocab(); ++t) {
     if (!bytes_[static_cast<size_t>(t)].empty()) sorted_.push_back(t);
   }
-  std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) { return bytes(a) < bytes(b); });
+  std::sort(sorted_.begin(), sorted_.end(),
+            [&](int32_t a, int32_t b) { return bytes(a) < bytes(b); });
   lcp_.resize(sorted_.size(), 0);
   for (size_t i = 1; i < sorted_.size(); ++i) {
     const std::string& a = bytes(sorted_[i - 1]);
@@ -32,14 +33,16 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes) : bytes_(std::move(
 // The sorted walk: a token's automaton states for each prefix length are kept in `at`, the next
 // token starts from its common prefix with the one before, and every token that shares a
 // refused prefix is skipped without reading it.
-std::shared_ptr<const std::vector<uint64_t>> Program::mask(uint32_t state, const Vocabulary& vocab) {
+std::shared_ptr<const std::vector<uint64_t>> Program::mask(uint32_t state,
+                                                           const Vocabulary& vocab) {
   if (mask_vocab_ != vocab.id()) {
     for (State& s : states_) s.mask.reset();
     mask_bytes_ = 0;
     mask_vocab_ = vocab.id();
   }
   if (states_[state].mask) return states_[state].mask;
-  auto bits = std::make_shared<std::vector<uint64_t>>((static_cast<size_t>(vocab.n_vocab()) + 63) / 64, 0);
+  auto bits =
+      std::make_shared<std::vector<uint64_t>>((static_cast<size_t>(vocab.n_vocab()) + 63) / 64, 0);
   const std::vector<int32_t>& sorted = vocab.sorted();
   const std::vector<uint16_t>& lcp = vocab.common_prefix();
   std::vector<uint32_t> at(vocab.max_len() + 1);

@@ -1,6 +1,8 @@
 // Token masks: the sorted-vocabulary walk gives exactly the tokens whose bytes the grammar
 // accepts from a state (checked against a token-by-token reference on random vocabularies),
 // end of sequence is the matcher's accepting(), and a Matcher survives the memo being dropped.
+#include "grammar/token_mask.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,12 +11,13 @@
 
 #include "grammar/grammar.h"
 #include "grammar/program.h"
-#include "grammar/token_mask.h"
 
 namespace ponder::grammar {
 namespace {
 
-bool allowed(const std::vector<uint64_t>& m, int32_t t) { return (m[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1; }
+bool allowed(const std::vector<uint64_t>& m, int32_t t) {
+  return (m[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1;
+}
 
 std::shared_ptr<const Vocabulary> random_vocab(uint32_t seed, int n) {
   std::mt19937 rng(seed);
@@ -51,8 +54,10 @@ TEST(TokenMaskTest, MaskIsExactlyTheAcceptedTokens) {
       auto mask = m.allowed();
       std::vector<int32_t> ok;
       for (int32_t t = 0; t < vocab->n_vocab(); ++t) {
-        const bool want = !vocab->bytes(t).empty() && (*g)->accepts_prefix(m.consumed() + vocab->bytes(t));
-        ASSERT_EQ(allowed(*mask, t), want) << "token '" << vocab->bytes(t) << "' after '" << m.consumed() << "'";
+        const bool want =
+            !vocab->bytes(t).empty() && (*g)->accepts_prefix(m.consumed() + vocab->bytes(t));
+        ASSERT_EQ(allowed(*mask, t), want)
+            << "token '" << vocab->bytes(t) << "' after '" << m.consumed() << "'";
         if (want) ok.push_back(t);
       }
       EXPECT_EQ(m.accepting(), (*g)->accepts(m.consumed()));
@@ -65,7 +70,8 @@ TEST(TokenMaskTest, MaskIsExactlyTheAcceptedTokens) {
 TEST(TokenMaskTest, RefusedTokenChangesNothing) {
   auto g = Grammar::compile("root ::= \"ab\" \"c\"*\n");
   ASSERT_TRUE(g.has_value());
-  auto vocab = std::make_shared<Vocabulary>(std::vector<std::string>{"a", "b", "ab", "c", "cc", "x", ""});
+  auto vocab =
+      std::make_shared<Vocabulary>(std::vector<std::string>{"a", "b", "ab", "c", "cc", "x", ""});
   Matcher m(*g, vocab);
   EXPECT_FALSE(m.accept_token(1));
   EXPECT_FALSE(m.accept_token(6));  // empty: a control token
@@ -99,12 +105,14 @@ TEST(TokenMaskTest, MatchersReplayAfterTheMemoIsDropped) {
   // before keep their place.
   auto g = Grammar::compile("root ::= [a]{0,9999} [b]{0,9999} [c]{0,9999} [d]{0,9999} \"!\"\n");
   ASSERT_TRUE(g.has_value()) << g.status().message();
-  auto vocab = std::make_shared<Vocabulary>(std::vector<std::string>{"a", "!", "aa", "b", "c", "d"});
+  auto vocab =
+      std::make_shared<Vocabulary>(std::vector<std::string>{"a", "!", "aa", "b", "c", "d"});
   Matcher early(*g, vocab);
   ASSERT_TRUE(early.accept_token(2));
   Matcher m(*g, vocab);
   const uint64_t gen0 = (*g)->program().generation();
-  for (int i = 0; i < 35000; ++i) ASSERT_TRUE(m.accept_token(i < 9999 ? 0 : i < 19998 ? 3 : i < 29997 ? 4 : 5)) << i;
+  for (int i = 0; i < 35000; ++i)
+    ASSERT_TRUE(m.accept_token(i < 9999 ? 0 : i < 19998 ? 3 : i < 29997 ? 4 : 5)) << i;
   EXPECT_NE((*g)->program().generation(), gen0);
   EXPECT_TRUE(early.accept_token(1));
   EXPECT_TRUE(early.accepting());

@@ -4,10 +4,8 @@
 #include <string>
 
 namespace ponder::grammar {
-namespace {
 
-// Sorted, merged, without surrogates; complemented when asked.
-std::vector<CodeRange> normalize(std::vector<CodeRange> r, bool negated) {
+std::vector<CodeRange> normalize_code_ranges(std::vector<CodeRange> r, bool negated) {
   std::sort(r.begin(), r.end(), [](const CodeRange& a, const CodeRange& b) { return a.lo < b.lo; });
   std::vector<CodeRange> merged;
   for (const CodeRange& x : r) {
@@ -38,6 +36,8 @@ std::vector<CodeRange> normalize(std::vector<CodeRange> r, bool negated) {
   }
   return out;
 }
+
+namespace {
 
 int encoded_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
 
@@ -77,16 +77,19 @@ void split(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRange>>* out) {
   append_utf8(lo, &a);
   append_utf8(hi, &b);
   std::vector<ByteRange> seq;
-  for (size_t i = 0; i < a.size(); ++i) seq.push_back({static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])});
+  for (size_t i = 0; i < a.size(); ++i)
+    seq.push_back({static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])});
   out->push_back(std::move(seq));
 }
 
 }  // namespace
 
-std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodeRange>& ranges, bool negated) {
+std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodeRange>& ranges,
+                                                   bool negated) {
   std::vector<std::vector<ByteRange>> out;
-  for (const CodeRange& r : normalize(ranges, negated)) split(r.lo, r.hi, &out);
-  std::stable_partition(out.begin(), out.end(), [](const std::vector<ByteRange>& s) { return s.size() == 1; });
+  for (const CodeRange& r : normalize_code_ranges(ranges, negated)) split(r.lo, r.hi, &out);
+  std::stable_partition(out.begin(), out.end(),
+                        [](const std::vector<ByteRange>& s) { return s.size() == 1; });
   return out;
 }
 

@@ -16,8 +16,12 @@ struct ByteRange {
   uint8_t lo = 0, hi = 0;  // inclusive
 };
 
+// Sorted, merged, without surrogates; complemented over U+0000-U+10FFFF when `negated`.
+std::vector<CodeRange> normalize_code_ranges(std::vector<CodeRange> ranges, bool negated);
+
 // The union of `ranges` (complemented over U+0000-U+10FFFF when `negated`) as byte sequences of
 // 1-4 ranges each. The 1-byte sequences come first.
-std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodeRange>& ranges, bool negated);
+std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodeRange>& ranges,
+                                                   bool negated);
 
 }  // namespace ponder::grammar

@@ -9,23 +9,27 @@
 
 namespace ponder {
 
-std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const text::Tokenizer& tokenizer, int32_t n_vocab) {
+std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const text::Tokenizer& tokenizer,
+                                                              int32_t n_vocab) {
   std::vector<std::string> bytes(static_cast<size_t>(std::max(n_vocab, tokenizer.n_vocab())));
   for (int32_t t = 0; t < tokenizer.n_vocab(); ++t) {
     const text::TokenType type = tokenizer.token_type(t);
-    if (type == text::TokenType::kNormal || type == text::TokenType::kByte) bytes[static_cast<size_t>(t)] = tokenizer.token_to_bytes(t);
+    if (type == text::TokenType::kNormal || type == text::TokenType::kByte)
+      bytes[static_cast<size_t>(t)] = tokenizer.token_to_bytes(t);
   }
   bytes.resize(static_cast<size_t>(n_vocab));
   return std::make_shared<const grammar::Vocabulary>(std::move(bytes));
 }
 
-Expected<GrammarBenchResult> run_grammar_bench(const std::string& gbnf, const grammar::Vocabulary& vocab, int32_t n_steps,
+Expected<GrammarBenchResult> run_grammar_bench(const std::string& gbnf,
+                                               const grammar::Vocabulary& vocab, int32_t n_steps,
                                                uint64_t seed) {
   GrammarBenchResult r;
   Timer compile;
   PONDER_ASSIGN_OR_RETURN(std::shared_ptr<grammar::Grammar> g, grammar::Grammar::compile(gbnf));
   r.compile_ms = compile.seconds() * 1000;
-  auto shared_vocab = std::shared_ptr<const grammar::Vocabulary>(&vocab, [](const grammar::Vocabulary*) {});
+  auto shared_vocab =
+      std::shared_ptr<const grammar::Vocabulary>(&vocab, [](const grammar::Vocabulary*) {});
   grammar::Matcher m(g, shared_vocab);
   std::mt19937_64 rng(seed);
   std::vector<double> ms;

@@ -116,28 +116,32 @@ Engine::~Engine() {
 }
 
 Expected<uint64_t> Engine::submit(EngineRequest req) {
-  auto reject = [&](Status st) -> Expected<uint64_t> {
+  // The one place a request's tokens and size are checked; the kind says how to answer.
+  auto reject = [&](Status st, StatusKind kind) -> Expected<uint64_t> {
     recorder_.update([](EngineCounters& c) { c.requests_rejected++; });
-    return st;
+    return st.with_kind(kind);
   };
+  const StatusKind invalid = StatusKind::kInvalidInput;
   const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
   const int32_t n_prompt = static_cast<int32_t>(req.prompt.size());
-  if (n_prompt == 0) return reject(Status::error("the prompt is empty"));
+  if (n_prompt == 0) return reject(Status::error("the prompt is empty"), invalid);
   for (int32_t i = 0; i < n_prompt; ++i) {
     if (req.prompt[i] < 0 || req.prompt[i] >= n_vocab) {
-      return reject(Status::errorf("prompt token {} at position {} is outside the vocabulary [0, {})", req.prompt[i], i, n_vocab));
+      return reject(Status::errorf("prompt token {} at position {} is outside the vocabulary [0, {})", req.prompt[i], i, n_vocab), invalid);
     }
   }
-  if (Status st = validate_sampler_params(req.options.sampling, n_vocab); !st.is_ok()) return reject(st);
+  if (Status st = validate_sampler_params(req.options.sampling, n_vocab); !st.is_ok()) return reject(st, invalid);
   if (req.n_choices < 1 || req.n_choices > kMaxChoices) {
-    return reject(Status::errorf("n is {}; it must be between 1 and {}", req.n_choices, kMaxChoices));
+    return reject(Status::errorf("n is {}; it must be between 1 and {}", req.n_choices, kMaxChoices), invalid);
   }
   if (req.n_logprobs > kMaxTopLogprobs) {
-    return reject(Status::errorf("top logprobs is {}; at most {}", req.n_logprobs, kMaxTopLogprobs));
+    return reject(Status::errorf("top logprobs is {}; at most {}", req.n_logprobs, kMaxTopLogprobs), invalid);
   }
-  if (req.options.max_tokens < 0) return reject(Status::errorf("max_tokens is {}; it must not be negative", req.options.max_tokens));
+  if (req.options.max_tokens < 0) {
+    return reject(Status::errorf("max_tokens is {}; it must not be negative", req.options.max_tokens), invalid);
+  }
   if (n_prompt >= max_context_ + (req.prefill_only ? 1 : 0)) {
-    return reject(Status::errorf("the prompt has {} tokens but the context holds {}", n_prompt, max_context_));
+    return reject(Status::errorf("the prompt has {} tokens but the context holds {}", n_prompt, max_context_), StatusKind::kTooLong);
   }
   if (req.prefill_only) {
     req.n_choices = 1;
@@ -145,16 +149,17 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
   } else if (req.options.max_tokens == 0) {
     req.options.max_tokens = max_context_ - n_prompt;
   } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_ && !config_.context_shift) {
-    return reject(Status::errorf("the prompt has {} tokens and max_tokens asks for {} more: {} in all, "
-                                 "but the context holds {}", n_prompt, req.options.max_tokens,
-                                 static_cast<int64_t>(n_prompt) + req.options.max_tokens, max_context_));
+    return reject(Status::errorf("this request needs {} tokens ({} in the prompt + {} to generate) but the context holds {}",
+                                 static_cast<int64_t>(n_prompt) + req.options.max_tokens, n_prompt, req.options.max_tokens,
+                                 max_context_),
+                  StatusKind::kTooLong);
   }
   std::unique_lock<std::mutex> lock(mu_);
-  if (stop_) return reject(Status::error("the engine is stopping"));
+  if (stop_) return reject(Status::error("the engine is stopping"), StatusKind::kBusy);
   const int32_t queued = static_cast<int32_t>(inbox_.size()) + n_waiting_;
   if (queued >= config_.max_queue) {
     lock.unlock();
-    return reject(Status::errorf("busy: {} requests are already waiting (at most {})", queued, config_.max_queue));
+    return reject(Status::errorf("busy: {} requests are already waiting (at most {})", queued, config_.max_queue), StatusKind::kBusy);
   }
   const uint64_t id = next_request_++;
   inbox_.emplace_back(id, std::move(req));

@@ -291,6 +291,7 @@ TEST(EngineTest, AFullQueueSaysBusy) {
   auto busy = engine.submit(rd);
   ASSERT_FALSE(busy.has_value());
   EXPECT_NE(busy.status().message().find("busy"), std::string::npos) << busy.status().message();
+  EXPECT_EQ(busy.status().kind(), StatusKind::kBusy);
   for (uint64_t id : queued) engine.cancel(id);
   engine.cancel(*ida);
   a.wait();
@@ -340,10 +341,11 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
   const auto p = prompt_tokens(f->tokenizer, 1);
   auto too_long = engine.submit(request(p, 256, 0, 0));
   ASSERT_FALSE(too_long.has_value());
-  EXPECT_NE(too_long.status().message().find(std::to_string(p.size()) + " tokens and max_tokens asks for 256"), std::string::npos)
+  EXPECT_NE(too_long.status().message().find(fmt::format("({} in the prompt + 256 to generate)", p.size())), std::string::npos)
       << too_long.status().message();
-  EXPECT_FALSE(engine.submit(request({}, 5, 0, 0)).has_value());
-  EXPECT_FALSE(engine.submit(request({1 << 20}, 5, 0, 0)).has_value());
+  EXPECT_EQ(too_long.status().kind(), StatusKind::kTooLong);
+  EXPECT_EQ(engine.submit(request({}, 5, 0, 0)).status().kind(), StatusKind::kInvalidInput);
+  EXPECT_EQ(engine.submit(request({1 << 20}, 5, 0, 0)).status().kind(), StatusKind::kInvalidInput);
   EngineRequest bad = request(p, 5, 0, 0);
   bad.options.sampling.top_p = std::nanf("");
   EXPECT_FALSE(engine.submit(bad).has_value());

@@ -3,11 +3,11 @@
 #include <chrono>
 #include <thread>
 
-#include "server/llama_completion.h"
-#include "server/llama_routes.h"
-#include "server/ollama_routes.h"
-#include "server/openai_serving.h"
-#include "server/web_routes.h"
+#include "server/llama/llama_completion.h"
+#include "server/llama/llama_routes.h"
+#include "server/ollama/ollama_routes.h"
+#include "server/openai/openai_serving.h"
+#include "server/page/web_routes.h"
 
 namespace ponder::server {
 

@@ -13,10 +13,10 @@
 
 #include "base/status.h"
 #include "runtime/engine.h"
-#include "server/generation_request.h"
-#include "server/http_server.h"
-#include "server/router.h"
-#include "server/server_context.h"
+#include "server/common/generation_request.h"
+#include "server/transport/http_server.h"
+#include "server/transport/router.h"
+#include "server/common/server_context.h"
 
 namespace ponder::server {
 

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "runtime/tiny_model_for_test.h"
-#include "server/http_server.h"
-#include "server/router.h"
+#include "server/transport/http_server.h"
+#include "server/transport/router.h"
 
 namespace ponder::server {
 namespace {
@@ -706,9 +706,12 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
     body["seed"] = seed;
     body["reasoning_budget"] = 4;
     body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", schema}}}};
+    body["logprobs"] = true;
+    body["top_logprobs"] = 2;
     const Reply r = post(f.port, "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     const json choice = r.j()["choices"][0];
+    EXPECT_EQ(choice["logprobs"]["content"].size(), r.j()["usage"]["completion_tokens"].get<size_t>());  // one a token
     EXPECT_EQ(choice["finish_reason"], "stop");
     EXPECT_FALSE(choice["message"]["reasoning_content"].get<std::string>().empty());
     check(choice["message"]["content"].get<std::string>());

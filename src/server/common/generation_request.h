@@ -1,0 +1,47 @@
+// GenerationRequest: what any API family (OpenAI, llama.cpp, Ollama) asks of the engine once its
+// JSON is parsed and checked: the messages or the raw prompt, the generation options, and how
+// the answer is to be sent back. ServingDefaults: what a request that omits a field gets (the
+// model card's sampling for R1, the server's -n).
+// Depends on runtime/request.h and text/chat_template.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/request.h"
+#include "text/chat_template.h"
+
+namespace ponder::server {
+
+struct ServingDefaults {
+  SamplerParams sampling;     // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
+  int32_t max_tokens = 0;     // 0: up to the context (the server's -n caps every request)
+  int32_t reasoning_budget = -1;  // --reasoning-budget: thinking tokens before the answer is forced
+};
+
+struct GenerationRequest {
+  bool chat = true;
+  std::vector<text::ChatMessage> messages;  // chat
+  std::string prompt;                       // completion: text (special tokens parsed)
+  std::vector<int32_t> prompt_tokens;       // completion: ids given directly
+  GenerateOptions options;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  int32_t n_logprobs = -1;      // -1 none, 0 the chosen token's, k: and the top k
+  bool cache = true;            // may be answered from / stored in the response cache
+  bool seed_given = false;      // the client chose the seed (else the server draws one)
+  bool return_progress = false; // llama.cpp's: prompt_progress chunks while the prompt is processed
+  bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
+  std::string user;
+  std::string prompt_cache_key;  // OpenAI's field (server/common/route_key.h)
+  std::string conversation_id;   // the X-Conversation-Id header (server/common/route_key.h)
+  // Constrained decoding: the GBNF the answer must follow ("" none), built from whichever field
+  // asked for it (response_format, grammar, json_schema, format, tools), named for errors.
+  std::string grammar;
+  std::string grammar_field;
+  bool tool_calls = false;  // tools were offered: the answer is read for R1's tool calls
+};
+
+}  // namespace ponder::server

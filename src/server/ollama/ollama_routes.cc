@@ -1,0 +1,177 @@
+#include "server/ollama/ollama_routes.h"
+
+#include <chrono>
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
+#include "grammar/tool_calls.h"
+#include "server/common/generation_service.h"
+#include "server/ollama/ollama_protocol.h"
+#include "server/openai/openai_protocol.h"
+#include "server/transport/reply.h"
+
+namespace ponder::server {
+
+using nlohmann::json;
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string tagged(const std::string& name) { return name.find(':') == std::string::npos ? name + ":latest" : name; }
+
+std::string now_rfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+void ollama_error(Responder& r, int status, const std::string& message) {
+  r.send(status, "application/json", dump(json{{"error", message}}));
+}
+
+int64_t ns(double s) { return static_cast<int64_t>(s * 1e9); }
+
+json details(const ServerContext& ctx) {
+  return {{"format", "gguf"}, {"family", "qwen2"}, {"families", {"qwen2"}}, {"parameter_size", ""}, {"quantization_level", ""}};
+}
+
+// /api/chat and /api/generate, streamed as NDJSON lines or answered whole.
+class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
+ public:
+  OllamaJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g, bool chat_shape, bool show_thinking)
+      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), chat_shape_(chat_shape), show_thinking_(show_thinking) {}
+
+  void start() {
+    Submission sub;
+    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
+      return ollama_error(*r_, e->status, e->message);
+    }
+    if (g_.stream) r_->start_stream(200, "application/x-ndjson");
+  }
+
+ private:
+  json line(const std::string& thinking, const std::string& content, bool done) const {
+    json j = {{"model", tagged(ctx_.model_name)}, {"created_at", now_rfc3339()}, {"done", done}};
+    if (chat_shape_) {
+      json m = {{"role", "assistant"}, {"content", content}};
+      if (show_thinking_ && !thinking.empty()) m["thinking"] = thinking;
+      j["message"] = m;
+    } else {
+      j["response"] = content;
+      if (show_thinking_ && !thinking.empty()) j["thinking"] = thinking;
+    }
+    return j;
+  }
+
+ public:
+  // The engine's events for this request, on the I/O thread.
+  void on_event(EngineEvent&& ev) {
+    if (ev.kind == EngineEvent::Kind::kProgress) return;  // Ollama has no progress lines
+    thinking_ += ev.reasoning;
+    content_ += ev.content;
+    if (ev.kind == EngineEvent::Kind::kToken) {
+      if (g_.stream && g_.tool_calls && chat_shape_) {  // the calls' text is not content
+        std::string text;
+        for (const grammar::ToolCallEvent& e : calls_.push(ev.content)) {
+          if (e.kind == grammar::ToolCallEvent::Kind::kContent) text += e.text;
+        }
+        ev.content = std::move(text);
+      }
+      if (g_.stream && ((show_thinking_ && !ev.reasoning.empty()) || !ev.content.empty())) {
+        r_->write(dump(line(ev.reasoning, ev.content, false)) + "\n");
+      }
+      return;
+    }
+    if (!ev.error.empty()) {
+      if (!g_.stream) return ollama_error(*r_, 500, ev.error);
+      r_->write(dump(json{{"error", ev.error}}) + "\n");
+      return r_->end();
+    }
+    const GenerateStats& s = ev.stats;
+    if (g_.stream && g_.tool_calls && chat_shape_) {
+      std::string text;
+      auto events = calls_.push(ev.content);
+      for (auto& e : calls_.finish()) events.push_back(std::move(e));
+      for (const grammar::ToolCallEvent& e : events) {
+        if (e.kind == grammar::ToolCallEvent::Kind::kContent) text += e.text;
+      }
+      ev.content = std::move(text);
+    }
+    json last = g_.stream ? line(ev.reasoning, ev.content, true) : line(thinking_, content_, true);
+    if (g_.tool_calls && chat_shape_) {
+      // The calls in Ollama's shape (arguments as an object); streamed, in the last line.
+      const grammar::ParsedAnswer a = grammar::parse_tool_calls(content_);
+      if (!a.calls.empty()) {
+        json calls = json::array();
+        for (size_t i = 0; i < a.calls.size(); ++i) {
+          json args = json::parse(a.calls[i].arguments, nullptr, false);
+          calls.push_back({{"function", {{"index", i}, {"name", a.calls[i].name}, {"arguments", args.is_discarded() ? json(a.calls[i].arguments) : args}}}});
+        }
+        last["message"]["tool_calls"] = calls;
+        if (!g_.stream) last["message"]["content"] = a.content;
+      }
+    }
+    last["done_reason"] = s.finish_reason == "stop" ? "stop" : "length";
+    last["total_duration"] = ns(s.queue_s + s.prompt_s + s.gen_s);
+    last["load_duration"] = 0;
+    last["prompt_eval_count"] = s.n_prompt;
+    last["prompt_eval_duration"] = ns(s.prompt_s);
+    last["eval_count"] = s.n_gen;
+    last["eval_duration"] = ns(s.gen_s);
+    if (!g_.stream) return reply_json(*r_, 200, last);
+    r_->write(dump(last) + "\n");
+    r_->end();
+  }
+
+ private:
+  ServerContext& ctx_;
+  std::shared_ptr<Responder> r_;
+  GenerationRequest g_;
+  bool chat_shape_;
+  bool show_thinking_;
+  std::string thinking_, content_;
+  grammar::ToolCallStream calls_;  // streamed answers with tools: the plain text apart from the calls
+};
+
+void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {
+  json body = json::parse(req.body(), nullptr, false);
+  if (body.is_discarded()) return ollama_error(*r, 400, "the request body is not a JSON object");
+  GenerationRequest g;  // a body that is not an object is refused by the parser
+  bool think = true;
+  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think)) return ollama_error(*r, 400, *e);
+  g.conversation_id = header_value(req, "x-conversation-id");
+  g.split_reasoning = true;
+  std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, think)->start();
+}
+
+json model_entry(const ServerContext& ctx) {
+  return {{"name", tagged(ctx.model_name)}, {"model", tagged(ctx.model_name)}, {"modified_at", now_rfc3339()},
+          {"size", 0}, {"digest", ""}, {"details", details(ctx)}};
+}
+
+}  // namespace
+
+void add_ollama_routes(Router& router, ServerContext& ctx) {
+  router.add(http::verb::post, "/api/chat", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), true); });
+  router.add(http::verb::post, "/api/generate", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), false); });
+  router.add(http::verb::get, "/api/tags", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    reply_json(*r, 200, {{"models", json::array({model_entry(ctx)})}});
+  });
+  router.add(http::verb::get, "/api/ps", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    json m = model_entry(ctx);
+    m["size_vram"] = 0;
+    m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for the server's lifetime
+    reply_json(*r, 200, {{"models", json::array({m})}});
+  });
+  router.add(http::verb::post, "/api/show", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
+    json caps = {"completion"};
+    if (ctx.r1()) caps.push_back("thinking");
+    reply_json(*r, 200, {{"details", details(ctx)}, {"capabilities", caps}, {"modelfile", ""}, {"parameters", ""},
+                         {"template", ctx.r1() ? "deepseek-r1" : "chatml"}, {"model_info", {{"general.architecture", "qwen2"}}}});
+  });
+  router.add(http::verb::get, "/api/version", [](HttpRequest&&, std::shared_ptr<Responder> r) {
+    reply_json(*r, 200, {{"version", "0.9.0"}});  // the Ollama API level these routes follow
+  });
+}
+
+}  // namespace ponder::server
