@@ -26,7 +26,7 @@ const Person = z.object({
 const format = zodResponseFormat(Person, 'person');
 const validate = new Ajv({ strict: false }).compile(format.json_schema.schema);
 let checked = 0;
-for (let seed = 0; seed < 25; ++seed) {
+for (let seed = 0; seed < 50; ++seed) {
   const r = await client.beta.chat.completions.parse({
     model, messages, response_format: format, temperature: 1.0, seed, n: 4, max_tokens: 400, reasoning_budget: 4,
   });
@@ -38,7 +38,7 @@ for (let seed = 0; seed < 25; ++seed) {
     checked++;
   }
 }
-assert.equal(checked, 100);
+assert.equal(checked, 200);
 
 // json_object: any JSON object.
 const obj = await client.chat.completions.create({
