@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace ponder::grammar {
 
 void append_utf8(uint32_t cp, std::string* out) {
@@ -31,7 +33,12 @@ bool is_name_char(char c) {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  explicit Parser(std::string_view text) : s_(text) {
+    line_starts_.push_back(0);
+    for (size_t i = 0; i < s_.size(); ++i) {
+      if (s_[i] == '\n') line_starts_.push_back(i + 1);
+    }
+  }
 
   Expected<std::vector<GbnfRule>> parse() {
     std::vector<GbnfRule> rules;
@@ -69,15 +76,13 @@ class Parser {
  private:
   bool ok() const { return error_.empty(); }
 
+  // Lines are found by a binary search of their starts (every element records its place: a scan
+  // from the start each time made a long generated grammar quadratic).
   int32_t line_of(size_t pos) const {
-    int32_t line = 1;
-    for (size_t i = 0; i < pos && i < s_.size(); ++i) line += s_[i] == '\n';
-    return line;
+    return static_cast<int32_t>(std::upper_bound(line_starts_.begin(), line_starts_.end(), pos) - line_starts_.begin());
   }
   int32_t column_of(size_t pos) const {
-    size_t start = s_.rfind('\n', pos == 0 ? 0 : pos - 1);
-    start = (start == std::string_view::npos || pos == 0) ? 0 : start + 1;
-    return static_cast<int32_t>(pos - start + 1);
+    return static_cast<int32_t>(pos - line_starts_[static_cast<size_t>(line_of(pos)) - 1] + 1);
   }
 
   void fail(const std::string& what) {
@@ -320,6 +325,7 @@ class Parser {
   }
 
   std::string_view s_;
+  std::vector<size_t> line_starts_;  // offsets where each line begins
   size_t pos_ = 0;
   std::string error_;
 };
