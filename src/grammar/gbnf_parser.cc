@@ -172,7 +172,10 @@ class Parser {
         ++pos_;
         skip_space(true);
         e.kind = GbnfElement::Kind::kGroup;
+        // Groups nest by recursion: bounded, so a request's grammar cannot overflow the stack.
+        if (++depth_ > kMaxNesting) return fail(fmt::format("groups nested deeper than {}", kMaxNesting)), seq;
         e.alts = alternatives(true);
+        --depth_;
         if (!ok()) return seq;
         if (pos_ >= s_.size() || s_[pos_] != ')') return fail("expected ')'"), seq;
         ++pos_;
@@ -326,6 +329,8 @@ class Parser {
 
   std::string_view s_;
   std::vector<size_t> line_starts_;  // offsets where each line begins
+  static constexpr int kMaxNesting = 100;
+  int depth_ = 0;  // ( groups open
   size_t pos_ = 0;
   std::string error_;
 };

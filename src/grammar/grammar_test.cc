@@ -145,6 +145,13 @@ TEST(GrammarTest, ExpansionIsBounded) {
   EXPECT_EQ(compile_error("root ::= [a]{0,9999} [b]{9999}\n"), "");
 }
 
+TEST(GrammarTest, NestingIsBounded) {
+  const std::string deep = "root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')') + "\n";
+  EXPECT_NE(compile_error(deep).find("groups nested deeper than 100"), std::string::npos);
+  const std::string ok = "root ::= " + std::string(50, '(') + "\"a\"" + std::string(50, ')') + "\n";
+  EXPECT_EQ(compile_error(ok), "");
+}
+
 TEST(GrammarTest, LeftRecursionRefused) {
   EXPECT_EQ(compile_error("root ::= root \"a\" | \"b\"\n"),
             "line 1, column 1: the rule 'root' is left-recursive");

@@ -298,6 +298,8 @@ std::string json_chars(const CpSet& set) {
 class RegexConverter {
  public:
   RegexConverter(std::string_view p, std::string path) : p_(p), path_(std::move(path)) {}
+  static constexpr int kMaxGroupDepth = 100;
+  int group_depth_ = 0;
 
   // The string's contents (between the quotes); an error names `pattern` and where it is.
   Expected<std::string> convert() {
@@ -466,7 +468,10 @@ class RegexConverter {
     } else if (at('?')) {
       return fail<Atom>("'(?' groups other than (?: and (?<name> are not supported");
     }
+    // Groups nest by recursion: bounded, so a request's pattern cannot overflow the stack.
+    if (++group_depth_ > kMaxGroupDepth) return fail<Atom>(fmt::format("groups nested deeper than {}", kMaxGroupDepth));
     const Alts alts = alternation(false);
+    --group_depth_;
     if (!error_.empty()) return Atom{};
     if (!at(')')) return fail<Atom>("missing ')'");
     ++pos_;
