@@ -8,8 +8,8 @@
 // - Objects: the properties in the order the schema's object holds them (required ones
 //   mandatory, the others optional), then, when additionalProperties is not false, optional
 //   extra `"key": value` pairs whose keys differ from the declared ones (keys that need a JSON
-//   escape are not excluded). allOf merges: union of properties and required, false
-//   additionalProperties wins.
+//   escape or longer than 64 bytes are not excluded). allOf merges: union of properties and
+//   required, false additionalProperties wins.
 // - Strings: any character but `"` `\` and controls, or an escape; minLength / maxLength count
 //   characters (an escape is one). `pattern` is anchored at both ends (the whole string must
 //   match: a generator should not add text around the match) and is ECMAScript's subset of
@@ -1540,7 +1540,9 @@ class Converter {
     return alts;
   }
 
-  // A JSON string that is none of `keys` (keys whose JSON text has an escape are not excluded).
+  // A JSON string that is none of `keys` (keys whose JSON text has an escape, or longer than 64
+  // bytes, are not excluded: the exclusion nests a group per character, and GBNF groups nest at
+  // most 100 deep).
   std::string key_not_in(const std::vector<std::string>& keys) {
     struct Node {
       std::map<uint32_t, size_t> next;
@@ -1549,7 +1551,7 @@ class Converter {
     std::vector<Node> trie(1);
     for (const std::string& key : keys) {
       const std::string text = dump(Json(key));
-      if (text.find('\\') != std::string::npos) continue;
+      if (text.find('\\') != std::string::npos || text.size() > 66) continue;
       size_t n = 0;
       for (size_t i = 1; i + 1 < text.size();) {
         const auto c = static_cast<unsigned char>(text[i]);
