@@ -1,7 +1,8 @@
 // The grammar layer on arbitrary input (a request may carry a GBNF grammar or a JSON Schema).
 // Byte 0 picks the mode. GBNF: compile never crashes; for a compiled grammar, every token a mask
 // allows is accepted by the matcher, and no refused one is (over a small vocabulary and a few
-// steps). JSON Schema: a schema that converts must give a grammar that compiles.
+// steps). JSON Schema: a schema that converts must give a grammar that compiles (but for the
+// size bound and $ref cycles without a value between them).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -64,8 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!gbnf.has_value()) return 0;
   auto g = ponder::grammar::Grammar::compile(*gbnf);
   if (!g.has_value()) {
-    // Only the size bound may refuse what the schema compiler wrote.
-    if (g.status().message().find("expands to more than") == std::string::npos) std::abort();
+    // Only the size bound, and a $ref cycle with no value in between ({"$ref": "#"}: left
+    // recursion, a 400 at submission), may refuse what the schema compiler wrote.
+    const std::string& m = g.status().message();
+    if (m.find("expands to more than") == std::string::npos && m.find("left-recursive") == std::string::npos) std::abort();
     return 0;
   }
   walk(*g, data, size);
