@@ -46,7 +46,7 @@ std::shared_ptr<grammar::Grammar> bench_grammar(ModelSession& s, const std::stri
   }
   const double to_gbnf_ms = to_gbnf.ms();
   auto vocab = grammar_vocabulary(s.tokenizer, static_cast<int32_t>(s.model->config().n_vocab));
-  auto walk = run_grammar_bench(*gbnf, *vocab, 512, 1);
+  auto walk = run_grammar_bench(*gbnf, vocab, 512, 1);
   if (!walk.has_value()) {
     *error = walk.status();
     return nullptr;

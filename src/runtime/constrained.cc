@@ -22,14 +22,13 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const text::Tokeni
 }
 
 Expected<GrammarBenchResult> run_grammar_bench(const std::string& gbnf,
-                                               const grammar::Vocabulary& vocab, int32_t n_steps,
-                                               uint64_t seed) {
+                                               std::shared_ptr<const grammar::Vocabulary> shared_vocab,
+                                               int32_t n_steps, uint64_t seed) {
+  const grammar::Vocabulary& vocab = *shared_vocab;
   GrammarBenchResult r;
   Timer compile;
   PONDER_ASSIGN_OR_RETURN(std::shared_ptr<grammar::Grammar> g, grammar::Grammar::compile(gbnf));
   r.compile_ms = compile.seconds() * 1000;
-  auto shared_vocab =
-      std::shared_ptr<const grammar::Vocabulary>(&vocab, [](const grammar::Vocabulary*) {});
   grammar::Matcher m(g, shared_vocab);
   std::mt19937_64 rng(seed);
   std::vector<double> ms;

@@ -32,7 +32,7 @@ struct GrammarBenchResult {
 // computed (timed), then a token is drawn from it (seeded, favouring short tokens the way a
 // model's output does), until n_steps or the grammar completes.
 Expected<GrammarBenchResult> run_grammar_bench(const std::string& gbnf,
-                                               const grammar::Vocabulary& vocab, int32_t n_steps,
-                                               uint64_t seed);
+                                               std::shared_ptr<const grammar::Vocabulary> vocab,
+                                               int32_t n_steps, uint64_t seed);
 
 }  // namespace ponder

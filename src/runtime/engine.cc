@@ -80,7 +80,7 @@ struct Engine::SeqState {
   text::StreamDecoder decoder;
   StopStrings stops;
   ReasoningSplitter splitter;  // the text's reasoning / content (all content when not split)
-  ReasoningSplitter thinking;  // where R1's thinking ends, split or not
+  ReasoningSplitter thinking;  // where R1's thinking ends, when "</think>" is not one token
   GenerateStats stats;
   Timer since_submit;
   Timer since_token;
@@ -317,7 +317,7 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     const std::string_view text = st.stops.push(st.decoder.feed(token));
     if (!text.empty()) {
       ReasoningSplitter::Parts parts = st.splitter.push(text);
-      st.thinking.push(text);
+      if (think_end_token_ < 0 && !st.answering) st.thinking.push(text);  // only read then
       ev.reasoning = std::move(parts.reasoning);
       ev.content = std::move(parts.content);
     }

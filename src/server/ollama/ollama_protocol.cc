@@ -50,10 +50,7 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
       g->grammar = grammar::json_object_gbnf();
       g->grammar_field = "format";
     } else if (fmt.is_object()) {
-      auto gbnf = grammar::json_schema_to_gbnf(fmt);
-      if (!gbnf.has_value()) return "'format': " + gbnf.status().message();
-      g->grammar = std::move(*gbnf);
-      g->grammar_field = "format";
+      constrain_to_schema(f, fmt, "format", g);
     } else {
       return "'format' must be \"json\" or a JSON Schema object";
     }
@@ -79,18 +76,9 @@ std::optional<std::string> parse_ollama_request(const json& body, const ServingD
       const std::string role = m["role"];
       if (role != "system" && role != "user" && role != "assistant" && role != "tool") return "unsupported role '" + role + "'";
       text::ChatMessage msg{role, m.value("content", "")};
-      // Ollama's assistant calls: [{"function": {"name": ..., "arguments": {...}}}].
-      if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
-        if (role != "assistant" || !tc->is_array()) return "'tool_calls' must be an array, on an assistant message";
-        for (const auto& c : *tc) {
-          const json* fn = c.is_object() && c.contains("function") ? &c["function"] : nullptr;
-          if (fn == nullptr || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
-            return "each of 'tool_calls' needs a 'function' with a string 'name'";
-          }
-          const json args = fn->value("arguments", json::object());
-          msg.tool_calls.push_back({(*fn)["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
-        }
-      }
+      // Ollama's assistant calls: [{"function": {"name": ..., "arguments": {...}}}], read as OpenAI's.
+      FieldReader mf(m);
+      if (!read_message_tool_calls(mf, m, fmt::format("messages[{}]", g->messages.size()), &msg)) return mf.error().message;
       g->messages.push_back(std::move(msg));
     }
     if (auto t = body.find("tools"); t != body.end() && !t->is_null() && !(t->is_array() && t->empty())) {
