@@ -24,7 +24,8 @@ inline const text::Tokenizer& tokenizer() {
     const std::string path = tiny_model_path();
     auto file = GgufFile::open(path);
     if (!file.has_value()) {
-      std::fprintf(stderr, "fuzz: cannot open %s: %s\n", path.c_str(), file.status().message().c_str());
+      std::fprintf(stderr, "fuzz: cannot open %s: %s\n", path.c_str(),
+                   file.status().message().c_str());
       std::abort();
     }
     auto tok = text::Tokenizer::from_gguf(*file);

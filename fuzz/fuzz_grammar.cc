@@ -68,7 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Only the size bound, and a $ref cycle with no value in between ({"$ref": "#"}: left
     // recursion, a 400 at submission), may refuse what the schema compiler wrote.
     const std::string& m = g.status().message();
-    if (m.find("expands to more than") == std::string::npos && m.find("left-recursive") == std::string::npos) std::abort();
+    if (m.find("expands to more than") == std::string::npos &&
+        m.find("left-recursive") == std::string::npos)
+      std::abort();
     return 0;
   }
   walk(*g, data, size);

@@ -25,7 +25,8 @@ const std::string& folder() {
 }
 
 void write(const std::string& name, const uint8_t* data, size_t size) {
-  std::ofstream(folder() + "/" + name, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  std::ofstream(folder() + "/" + name, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
 }
 
 }  // namespace

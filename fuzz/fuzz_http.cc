@@ -10,10 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -126,7 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t at = 0; (at = answer.find("HTTP/1.1 ", at)) != std::string::npos; at += 9) {
     if (at != 0 && (at < 2 || answer.compare(at - 2, 2, "\r\n") != 0)) continue;
     const int status = std::atoi(answer.c_str() + at + 9);
-    if (status >= 500 && status != 503) fail("a " + std::to_string(status) + " answer:\n" + answer.substr(at, 600));
+    if (status >= 500 && status != 503)
+      fail("a " + std::to_string(status) + " answer:\n" + answer.substr(at, 600));
   }
   return 0;
 }

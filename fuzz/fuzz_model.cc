@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static ponder::ThreadPool pool(1);
   auto file = ponder::GgufFile::parse(data, size, "fuzz.gguf");
   if (!file.has_value()) return refused(file.status());
-  auto model = ponder::Qwen2Model::load(*file, /*x16=*/true, /*threads=*/1, ponder::X16CacheOptions{});
+  auto model =
+      ponder::Qwen2Model::load(*file, /*x16=*/true, /*threads=*/1, ponder::X16CacheOptions{});
   if (!model.has_value()) return refused(model.status());
   ponder::Qwen2Model& m = **model;
   const int64_t block = 16;
@@ -50,6 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   step.block_tables.push_back(table);
   step.rows.push_back({n_vocab / 3, 3, 0, true});
   if (auto s = m.forward(step, cache, logits.data(), pool); !s.is_ok()) return refused(s);
-  if (verbose()) std::fprintf(stderr, "fuzz_model: ran (%s, logit[0] %g)\n", m.config().summary().c_str(), logits[0]);
+  if (verbose())
+    std::fprintf(stderr, "fuzz_model: ran (%s, logit[0] %g)\n", m.config().summary().c_str(),
+                 logits[0]);
   return 0;
 }

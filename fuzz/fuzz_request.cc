@@ -6,13 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.h"
+#include "server/common/route_key.h"
 #include "server/ollama/ollama_protocol.h"
 #include "server/openai/openai_protocol.h"
-#include "server/common/route_key.h"
 #include "text/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
   } else {
-    auto e = chat ? ponder::server::parse_chat_request(body, defaults, &g) : ponder::server::parse_completion_request(body, defaults, &g);
+    auto e = chat ? ponder::server::parse_chat_request(body, defaults, &g)
+                  : ponder::server::parse_completion_request(body, defaults, &g);
     if (e) {
       if (e->status < 400 || e->status > 499) std::abort();
       return 0;

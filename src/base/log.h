@@ -2,11 +2,11 @@
 // the command's output) and never exits.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <string>
 #include <utility>
-
-#include <fmt/core.h>
 
 namespace ponder {
 
@@ -18,15 +18,18 @@ void log_line(LogLevel level, const std::string& line);
 
 template <typename... Args>
 void log_info(fmt::format_string<Args...> f, Args&&... args) {
-  if (log_level() <= LogLevel::kInfo) log_line(LogLevel::kInfo, fmt::format(f, std::forward<Args>(args)...));
+  if (log_level() <= LogLevel::kInfo)
+    log_line(LogLevel::kInfo, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void log_warn(fmt::format_string<Args...> f, Args&&... args) {
-  if (log_level() <= LogLevel::kWarn) log_line(LogLevel::kWarn, fmt::format(f, std::forward<Args>(args)...));
+  if (log_level() <= LogLevel::kWarn)
+    log_line(LogLevel::kWarn, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void log_debug(fmt::format_string<Args...> f, Args&&... args) {
-  if (log_level() <= LogLevel::kDebug) log_line(LogLevel::kDebug, fmt::format(f, std::forward<Args>(args)...));
+  if (log_level() <= LogLevel::kDebug)
+    log_line(LogLevel::kDebug, fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace ponder

@@ -78,9 +78,12 @@ Status MappedFile::lock_in_memory() const {
   const int err = errno;
   rlimit lim{};
   getrlimit(RLIMIT_MEMLOCK, &lim);
-  return Status::errorf("{}: mlock of {} MB failed ({}); the locked-memory limit is {} (ulimit -l, "
-                        "or run as root / with CAP_IPC_LOCK)", path_, size_ >> 20, std::strerror(err),
-                        lim.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(lim.rlim_cur >> 10) + " KB");
+  return Status::errorf(
+      "{}: mlock of {} MB failed ({}); the locked-memory limit is {} (ulimit -l, "
+      "or run as root / with CAP_IPC_LOCK)",
+      path_, size_ >> 20, std::strerror(err),
+      lim.rlim_cur == RLIM_INFINITY ? std::string("unlimited")
+                                    : std::to_string(lim.rlim_cur >> 10) + " KB");
 }
 
 void release_pages(const void* p, size_t n) {

@@ -3,11 +3,11 @@
 // This header depends on nothing but the standard library.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <fmt/core.h>
 
 namespace ponder {
 
@@ -59,8 +59,8 @@ class Status {
 template <typename T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  Expected(Status status) : v_(std::move(status)) {}   // NOLINT: must be a failed status
+  Expected(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Expected(Status status) : v_(std::move(status)) {}  // NOLINT: must be a failed status
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -83,10 +83,10 @@ class Expected {
 }  // namespace ponder
 
 // Propagate a failed Status from an expression returning Status.
-#define PONDER_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::ponder::Status _st = (expr);            \
-    if (!_st.is_ok()) return _st;             \
+#define PONDER_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::ponder::Status _st = (expr);   \
+    if (!_st.is_ok()) return _st;    \
   } while (0)
 
 #define PONDER_CONCAT_INNER(a, b) a##b

@@ -37,7 +37,8 @@ void pin_current_thread(int cpu) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads, std::vector<int> pin_cpus) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads, std::vector<int> pin_cpus)
+    : n_threads_(std::max(1, n_threads)) {
   const bool pin = !pin_cpus.empty();
   if (pin) pin_current_thread(pin_cpus[0]);
   for (int i = 1; i < n_threads_; ++i) {
@@ -62,7 +63,8 @@ void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+    while (generation_.load(std::memory_order_acquire) == seen &&
+           !stop_.load(std::memory_order_relaxed)) {
       if (++spins < kSpinsBeforeSleep) {
         PONDER_PAUSE();
         continue;
@@ -114,7 +116,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   }
   // Pieces of about 1 / (kSplit * threads) of the work, taken in order by whichever thread is free:
   // a thread slowed down (a busy core, a slower memory path) no longer holds the others at the end.
-  const int64_t piece = std::max<int64_t>(1, n_chunks / (static_cast<int64_t>(kSplit) * n_threads_));
+  const int64_t piece =
+      std::max<int64_t>(1, n_chunks / (static_cast<int64_t>(kSplit) * n_threads_));
   std::atomic<int64_t> next{0};
   run([&](int, int) {
     for (;;) {

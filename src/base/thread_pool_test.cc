@@ -1,10 +1,9 @@
 #include "base/thread_pool.h"
 
 #include <gtest/gtest.h>
-
-#include <atomic>
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>

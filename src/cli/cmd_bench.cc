@@ -4,23 +4,23 @@
 // peak RSS. `-o json` uses llama-bench's field names so the two tools compare directly.
 // --concurrent 1,4,8 is the serving mode: N requests through the Engine at once (continuous
 // batching, as `ponder serve` runs them), like llama-batched-bench.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/timer.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
 #include "cpu/cpu_features.h"
 #include "cpu/memory_bandwidth.h"
 #include "cpu/topology.h"
-#include "runtime/bench.h"
-#include "base/timer.h"
 #include "grammar/json_schema.h"
+#include "runtime/bench.h"
 #include "runtime/constrained.h"
 #include "runtime/serving_bench.h"
 
@@ -29,8 +29,8 @@ namespace {
 
 // --json-schema FILE: the schema's grammar compiled and walked (mask time per token), then each
 // serving row run free and constrained, alternated, so the two tg figures share a sitting.
-std::shared_ptr<grammar::Grammar> bench_grammar(ModelSession& s, const std::string& schema_path, const std::string& output,
-                                                Status* error) {
+std::shared_ptr<grammar::Grammar> bench_grammar(ModelSession& s, const std::string& schema_path,
+                                                const std::string& output, Status* error) {
   if (schema_path.empty()) return nullptr;
   std::ifstream in(schema_path);
   const nlohmann::json schema = nlohmann::json::parse(in, nullptr, false);
@@ -52,34 +52,41 @@ std::shared_ptr<grammar::Grammar> bench_grammar(ModelSession& s, const std::stri
     return nullptr;
   }
   if (output == "md") {
-    fmt::print("grammar of {}: schema -> GBNF {:.2f} ms, GBNF -> automaton {:.2f} ms; {} steps walked through it (fresh memo): "
-               "mask per token p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms, mean {:.3f} ms; {} states\n\n",
-               schema_path, to_gbnf_ms, walk->compile_ms, walk->n_steps, walk->mask_p50_ms, walk->mask_p99_ms,
-               walk->mask_max_ms, walk->mask_mean_ms, walk->n_states);
+    fmt::print(
+        "grammar of {}: schema -> GBNF {:.2f} ms, GBNF -> automaton {:.2f} ms; {} steps walked "
+        "through it (fresh memo): "
+        "mask per token p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms, mean {:.3f} ms; {} states\n\n",
+        schema_path, to_gbnf_ms, walk->compile_ms, walk->n_steps, walk->mask_p50_ms,
+        walk->mask_p99_ms, walk->mask_max_ms, walk->mask_mean_ms, walk->n_states);
   }
   auto g = grammar::Grammar::compile(*gbnf);
   return g.has_value() ? *g : nullptr;
 }
 
-int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t prompt, int32_t gen,
-                int32_t late, int threads, int32_t n_ctx, int32_t batch, const std::string& output,
-                const std::string& schema_path) {
+int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t prompt,
+                int32_t gen, int32_t late, int threads, int32_t n_ctx, int32_t batch,
+                const std::string& output, const std::string& schema_path) {
   Status grammar_error;
-  std::shared_ptr<grammar::Grammar> constraint = bench_grammar(s, schema_path, output, &grammar_error);
+  std::shared_ptr<grammar::Grammar> constraint =
+      bench_grammar(s, schema_path, output, &grammar_error);
   if (!grammar_error.is_ok()) return fail("bench", grammar_error.message());
   EngineConfig config;
   config.max_running = *std::max_element(concurrent.begin(), concurrent.end());
-  config.kv_positions = n_ctx > 0 ? n_ctx : std::max(4096, config.max_running * (prompt + gen) + late + 64);
+  config.kv_positions =
+      n_ctx > 0 ? n_ctx : std::max(4096, config.max_running * (prompt + gen) + late + 64);
   config.max_batch = batch;
   config.threads.n_threads = threads;
   Engine engine(*s.model, s.tokenizer, config);
   nlohmann::json out = nlohmann::json::array();
   if (output == "md") {
-    fmt::print("model: {}, CPU: {} [{}], {} threads, KV pool {} positions\n\n", s.file.path(), cpu_features().brand,
-               isa_name(active_isa()), threads, config.kv_positions);
-    fmt::print("| requests | prompt | gen |{} T (s) | S_TG (t/s) | all t/s | TTFT p50 / p95 (s) | latency p50 / p95 (s) | longest gap (s) | CPU |{}\n",
-               constraint ? " output |" : "", late > 0 ? " late prompt TTFT (s) |" : "");
-    fmt::print("|---|---|---|{}---|---|---|---|---|---|---|{}\n", constraint ? "---|" : "", late > 0 ? "---|" : "");
+    fmt::print("model: {}, CPU: {} [{}], {} threads, KV pool {} positions\n\n", s.file.path(),
+               cpu_features().brand, isa_name(active_isa()), threads, config.kv_positions);
+    fmt::print(
+        "| requests | prompt | gen |{} T (s) | S_TG (t/s) | all t/s | TTFT p50 / p95 (s) | latency "
+        "p50 / p95 (s) | longest gap (s) | CPU |{}\n",
+        constraint ? " output |" : "", late > 0 ? " late prompt TTFT (s) |" : "");
+    fmt::print("|---|---|---|{}---|---|---|---|---|---|---|{}\n", constraint ? "---|" : "",
+               late > 0 ? "---|" : "");
   }
   std::vector<std::pair<int32_t, std::shared_ptr<grammar::Grammar>>> runs;
   for (int32_t n : concurrent) {
@@ -87,22 +94,35 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
     if (constraint) runs.push_back({n, constraint});
   }
   for (const auto& [n, g] : runs) {
-    auto r = run_serving_bench(engine, static_cast<int32_t>(s.model->config().n_vocab), n, prompt, gen, late, 1, g);
+    auto r = run_serving_bench(engine, static_cast<int32_t>(s.model->config().n_vocab), n, prompt,
+                               gen, late, 1, g);
     if (!r.has_value()) return fail("bench", r.status().message());
     const std::string kind = !constraint ? "" : g ? " constrained |" : " free |";
     if (output == "json") {
-      out.push_back({{"n_concurrent", n}, {"n_prompt", prompt}, {"n_gen", gen}, {"n_threads", threads}, {"constrained", g != nullptr},
-                     {"total_s", r->total_s}, {"gen_tps", r->gen_tps}, {"total_tps", r->total_tps},
-                     {"ttft_p50_s", r->ttft_p50_s}, {"ttft_p95_s", r->ttft_p95_s},
-                     {"latency_p50_s", r->latency_p50_s}, {"latency_p95_s", r->latency_p95_s},
-                     {"max_gap_s", r->max_gap_s}, {"late_prompt", r->late_prompt},
-                     {"late_ttft_s", r->late_ttft_s}, {"preemptions", r->preemptions},
+      out.push_back({{"n_concurrent", n},
+                     {"n_prompt", prompt},
+                     {"n_gen", gen},
+                     {"n_threads", threads},
+                     {"constrained", g != nullptr},
+                     {"total_s", r->total_s},
+                     {"gen_tps", r->gen_tps},
+                     {"total_tps", r->total_tps},
+                     {"ttft_p50_s", r->ttft_p50_s},
+                     {"ttft_p95_s", r->ttft_p95_s},
+                     {"latency_p50_s", r->latency_p50_s},
+                     {"latency_p95_s", r->latency_p95_s},
+                     {"max_gap_s", r->max_gap_s},
+                     {"late_prompt", r->late_prompt},
+                     {"late_ttft_s", r->late_ttft_s},
+                     {"preemptions", r->preemptions},
                      {"cpu_util", r->cpu_util}});
     } else {
-      fmt::print("| {} | {} | {} |{} {:.2f} | {:.1f} | {:.1f} | {:.3f} / {:.3f} | {:.2f} / {:.2f} | {:.3f} | {:.0f}% |{}\n", n,
-                 prompt, gen, kind, r->total_s, r->gen_tps, r->total_tps, r->ttft_p50_s, r->ttft_p95_s,
-                 r->latency_p50_s, r->latency_p95_s, r->max_gap_s, 100 * r->cpu_util,
-                 late > 0 ? fmt::format(" {:.2f} |", r->late_ttft_s) : "");
+      fmt::print(
+          "| {} | {} | {} |{} {:.2f} | {:.1f} | {:.1f} | {:.3f} / {:.3f} | {:.2f} / {:.2f} | "
+          "{:.3f} | {:.0f}% |{}\n",
+          n, prompt, gen, kind, r->total_s, r->gen_tps, r->total_tps, r->ttft_p50_s, r->ttft_p95_s,
+          r->latency_p50_s, r->latency_p95_s, r->max_gap_s, 100 * r->cpu_util,
+          late > 0 ? fmt::format(" {:.2f} |", r->late_ttft_s) : "");
     }
   }
   if (output == "json") fmt::print("{}\n", out.dump(2));
@@ -112,27 +132,38 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
 struct Row {
   std::string test;
   BenchResult r;
-  std::vector<double> paired_ratios;  // --paired, the row at depth: t/s over depth 0's, per repetition
+  std::vector<double>
+      paired_ratios;  // --paired, the row at depth: t/s over depth 0's, per repetition
 };
 
 // --sweep: one table of pp and tg at each depth, tg beside its share of depth 0 and the roofline.
-int run_sweep_cmd(ModelSession& s, int32_t max_depth, int32_t n_pp, int32_t n_tg, int threads, const std::string& output) {
+int run_sweep_cmd(ModelSession& s, int32_t max_depth, int32_t n_pp, int32_t n_tg, int threads,
+                  const std::string& output) {
   ThreadPool pool(threads);
   auto points = run_sweep(*s.model, max_depth, n_pp, n_tg, pool);
   if (!points.has_value()) return fail("bench", points.status().message());
   nlohmann::json out = nlohmann::json::array();
   if (output == "md") {
     fmt::print("attention: {}\n\n", s.model->numerics());
-    fmt::print("| depth | pp{} (t/s) | tg{} (t/s) | tg / tg at depth 0 | roofline |\n|---|---|---|---|---|\n", n_pp, n_tg);
+    fmt::print(
+        "| depth | pp{} (t/s) | tg{} (t/s) | tg / tg at depth 0 | roofline "
+        "|\n|---|---|---|---|---|\n",
+        n_pp, n_tg);
   }
   const double tg0 = n_tg / points->front().tg_s;
   for (const SweepPoint& p : *points) {
     const double pp = n_pp / p.pp_s, tg = n_tg / p.tg_s;
     const double roof = tg_roofline_fraction(*s.model, p.depth + n_tg / 2.0);
     if (output == "md") {
-      fmt::print("| {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f}% |\n", p.depth, pp, tg, 100 * tg / tg0, 100 * roof);
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f}% |\n", p.depth, pp, tg, 100 * tg / tg0,
+                 100 * roof);
     } else {
-      out.push_back({{"n_depth", p.depth}, {"n_threads", threads}, {"pp_ts", pp}, {"tg_ts", tg}, {"tg_of_depth0", tg / tg0}, {"tg_roofline", roof}});
+      out.push_back({{"n_depth", p.depth},
+                     {"n_threads", threads},
+                     {"pp_ts", pp},
+                     {"tg_ts", tg},
+                     {"tg_of_depth0", tg / tg0},
+                     {"tg_roofline", roof}});
     }
   }
   if (output == "json") fmt::print("{}\n", out.dump(2));
@@ -152,31 +183,58 @@ int run_bench_cmd(int argc, char** argv) {
   int32_t sweep = 0, sweep_pp = 512, sweep_tg = 128;
   int32_t serve_prompt = 128, serve_gen = 64, late_prompt = 0, serve_ctx = 0, serve_batch = 512;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
-  app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")->delimiter(',')->capture_default_str();
-  app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")->delimiter(',')->capture_default_str();
-  app.add_option("-d,--n-depth", depths, "tokens already in the context before each test (e.g. 0,4096)")->delimiter(',')->capture_default_str();
-  app.add_option("--flash-attn", flash, "attention order: 1 the block order (default), 0 llama.cpp's; a list sweeps")->delimiter(',')->check(CLI::IsMember({0, 1}));
+  app.add_option("-p,--n-prompt", n_prompt, "prompt lengths for pp tests (0 to skip)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("-n,--n-gen", n_gen, "generated tokens for tg tests (0 to skip)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("-d,--n-depth", depths,
+                 "tokens already in the context before each test (e.g. 0,4096)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--flash-attn", flash,
+                 "attention order: 1 the block order (default), 0 llama.cpp's; a list sweeps")
+      ->delimiter(',')
+      ->check(CLI::IsMember({0, 1}));
   kv_types.add_to(app);
-  app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")->delimiter(',');
+  app.add_option("-t,--threads", threads, "thread counts to sweep (default: 1..physical cores)")
+      ->delimiter(',');
   app.add_option("-r,--repetitions", reps, "repetitions per test")->capture_default_str();
-  app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")->delimiter(',');
+  app.add_option("--batch", batches, "also decode this many sequences together (e.g. 2,4,8)")
+      ->delimiter(',');
   app.add_option("-o,--output", output, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth measurement");
   app.add_flag("--pin", pin, "pin threads to physical cores");
   app.add_flag("--paired", paired,
-               "pp and tg at each depth > 0 in alternation with the same at depth 0 (two contexts side by side): the "
-               "share of depth 0 is the median of the repetitions' ratios, which a machine whose speed drifts moves less");
-  app.add_option("--sweep", sweep, "sweep mode (ik_llama.cpp's sweep-bench): pp and tg at growing depth up to this many positions");
-  app.add_option("--sweep-pp", sweep_pp, "sweep mode: prompt tokens per step (the depth grows by this)")->capture_default_str();
-  app.add_option("--sweep-tg", sweep_tg, "sweep mode: decode steps measured at each depth")->capture_default_str();
-  app.add_option("--concurrent", concurrent, "serving mode: this many requests at once through the engine (e.g. 1,4,8)")->delimiter(',');
-  app.add_option("--prompt", serve_prompt, "serving mode: prompt tokens per request")->capture_default_str();
-  app.add_option("--gen", serve_gen, "serving mode: generated tokens per request")->capture_default_str();
+               "pp and tg at each depth > 0 in alternation with the same at depth 0 (two contexts "
+               "side by side): the "
+               "share of depth 0 is the median of the repetitions' ratios, which a machine whose "
+               "speed drifts moves less");
+  app.add_option("--sweep", sweep,
+                 "sweep mode (ik_llama.cpp's sweep-bench): pp and tg at growing depth up to this "
+                 "many positions");
+  app.add_option("--sweep-pp", sweep_pp,
+                 "sweep mode: prompt tokens per step (the depth grows by this)")
+      ->capture_default_str();
+  app.add_option("--sweep-tg", sweep_tg, "sweep mode: decode steps measured at each depth")
+      ->capture_default_str();
+  app.add_option("--concurrent", concurrent,
+                 "serving mode: this many requests at once through the engine (e.g. 1,4,8)")
+      ->delimiter(',');
+  app.add_option("--prompt", serve_prompt, "serving mode: prompt tokens per request")
+      ->capture_default_str();
+  app.add_option("--gen", serve_gen, "serving mode: generated tokens per request")
+      ->capture_default_str();
   app.add_option("--json-schema", json_schema,
-                 "serving mode: also run each row with output constrained by this JSON Schema (file), and time its masks");
-  app.add_option("--late-prompt", late_prompt, "serving mode: a prompt this long arrives once the streams decode");
-  app.add_option("-c,--ctx", serve_ctx, "serving mode: KV pool positions (default: enough for all)");
-  app.add_option("-b,--batch-size", serve_batch, "serving mode: most rows per forward pass")->capture_default_str();
+                 "serving mode: also run each row with output constrained by this JSON Schema "
+                 "(file), and time its masks");
+  app.add_option("--late-prompt", late_prompt,
+                 "serving mode: a prompt this long arrives once the streams decode");
+  app.add_option("-c,--ctx", serve_ctx,
+                 "serving mode: KV pool positions (default: enough for all)");
+  app.add_option("-b,--batch-size", serve_batch, "serving mode: most rows per forward pass")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {
@@ -194,16 +252,19 @@ int run_bench_cmd(int argc, char** argv) {
   ModelSession& s = **session;
   s.model->wait_x16_cache_write();  // a first start writes the x16 cache: not while measuring
   if (sweep > 0) {
-    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok()) return fail("bench", st.message());
+    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok())
+      return fail("bench", st.message());
     return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
   }
   if (!concurrent.empty()) {
     for (int32_t n : concurrent) {
       if (n < 1) return fail("bench", fmt::format("--concurrent {} must be at least 1", n));
     }
-    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok()) return fail("bench", st.message());
+    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok())
+      return fail("bench", st.message());
     return run_serving(s, concurrent, serve_prompt, serve_gen, late_prompt,
-                       *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch, output, json_schema);
+                       *std::max_element(threads.begin(), threads.end()), serve_ctx, serve_batch,
+                       output, json_schema);
   }
   const int64_t bytes_per_token = weight_bytes_per_token(*s.model);
   const size_t model_size = s.file.file_size();
@@ -211,15 +272,18 @@ int run_bench_cmd(int argc, char** argv) {
   for (const TensorInfo& t : s.file.tensors()) n_params += t.n_elements;
 
   std::vector<Row> rows;
-  const std::string kv_suffix = kv_types.k == "auto" && kv_types.v == "auto" ? "" : " kv " + kv_types.k + "/" + kv_types.v;
+  const std::string kv_suffix =
+      kv_types.k == "auto" && kv_types.v == "auto" ? "" : " kv " + kv_types.k + "/" + kv_types.v;
   for (int t : threads) {
     ThreadPool pool(t, pin ? cpu_topology().one_cpu_per_core : std::vector<int>{});
     for (int fa : flash) {
-      if (Status st = kv_types.apply(*s.model, fa != 0); !st.is_ok()) return fail("bench", st.message());
+      if (Status st = kv_types.apply(*s.model, fa != 0); !st.is_ok())
+        return fail("bench", st.message());
       for (int32_t d : depths) {
         // llama-bench's names: "pp512", "tg128 @ d4096"; " ggml" marks llama.cpp's attention order.
         auto add = [&](const std::string& base, int32_t p, int32_t g, int32_t seqs) -> bool {
-          const std::string name = base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? "" : " ggml") + kv_suffix;
+          const std::string name =
+              base + (d > 0 ? fmt::format(" @ d{}", d) : "") + (fa ? "" : " ggml") + kv_suffix;
           auto r = run_bench(*s.model, p, g, seqs, reps, pool, 512, d);
           if (!r.has_value()) {
             fail("bench", r.status().message());
@@ -234,17 +298,23 @@ int run_bench_cmd(int argc, char** argv) {
         // --paired: the test at depth d in alternation with it at depth 0 ("pp512 @ d4096 (paired)"
         // and "pp512 (paired with d4096)").
         auto add_paired = [&](const std::string& base, int32_t p, int32_t g) -> bool {
-          const std::string name = base + fmt::format(" @ d{}", d) + (fa ? "" : " ggml") + kv_suffix;
+          const std::string name =
+              base + fmt::format(" @ d{}", d) + (fa ? "" : " ggml") + kv_suffix;
           auto r = run_bench_paired(*s.model, p, g, d, reps, pool);
           if (!r.has_value()) {
             fail("bench", r.status().message());
             return false;
           }
           rows.push_back({name + " (paired)", r->at_depth, r->ratios});
-          rows.push_back({base + fmt::format(" (paired with d{})", d) + (fa ? "" : " ggml") + kv_suffix, r->at_zero, {}});
+          rows.push_back(
+              {base + fmt::format(" (paired with d{})", d) + (fa ? "" : " ggml") + kv_suffix,
+               r->at_zero,
+               {}});
           if (output == "md") {
-            fmt::print(stderr, "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n", name, t,
-                       r->at_depth.mean_ts(), 100 * median(r->ratios), r->ratios.size());
+            fmt::print(
+                stderr,
+                "  {} t={}: {:.2f} t/s, {:.0f}% of depth 0 (median of {} paired repetitions)\n",
+                name, t, r->at_depth.mean_ts(), 100 * median(r->ratios), r->ratios.size());
           }
           return true;
         };
@@ -319,15 +389,20 @@ int run_bench_cmd(int argc, char** argv) {
     return 0;
   }
 
-  fmt::print("model: {} ({:.2f} GB, {:.2f} B params), CPU: {} [{}], {}\n", model_name, model_size / 1e9,
-             n_params / 1e9, cpu_features().brand, isa_name(active_isa()), cpu_topology().summary());
+  fmt::print("model: {} ({:.2f} GB, {:.2f} B params), CPU: {} [{}], {}\n", model_name,
+             model_size / 1e9, n_params / 1e9, cpu_features().brand, isa_name(active_isa()),
+             cpu_topology().summary());
   const int64_t x16 = s.model->x16_copy_bytes();
-  fmt::print("load: {:.2f} s (mapped file, tokenizer, weight binding{})\n", s.load_s,
-             x16 > 0 ? fmt::format(", x16 {} of {:.1f} MB", s.model->x16_from_cache() ? "layout read from the x16 cache" : "copy", x16 / 1e6)
-                     : std::string(", weights in the file's layout"));
+  fmt::print(
+      "load: {:.2f} s (mapped file, tokenizer, weight binding{})\n", s.load_s,
+      x16 > 0 ? fmt::format(", x16 {} of {:.1f} MB",
+                            s.model->x16_from_cache() ? "layout read from the x16 cache" : "copy",
+                            x16 / 1e6)
+              : std::string(", weights in the file's layout"));
   if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
   fmt::print("attention (last configuration): {}\n", s.model->numerics());
-  fmt::print("\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
+  fmt::print(
+      "\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;
   for (const Row& row : rows) {
     std::string gbs = "", frac = "";
@@ -336,13 +411,14 @@ int run_bench_cmd(int argc, char** argv) {
       gbs = fmt::format("{:.1f}", eff);
       if (bandwidth > 0) frac = fmt::format("{:.0f}%", 100 * eff / bandwidth);
     }
-    fmt::print("| {} | {} | {:.2f} ± {:.2f} | {} | {} |\n", row.test, row.r.n_threads, row.r.mean_ts(),
-               row.r.stddev_ts(), gbs, frac);
+    fmt::print("| {} | {} | {:.2f} ± {:.2f} | {} | {} |\n", row.test, row.r.n_threads,
+               row.r.mean_ts(), row.r.stddev_ts(), gbs, frac);
     auto& b = best[row.test];
     if (row.r.mean_ts() > b.second) b = {row.r.n_threads, row.r.mean_ts()};
   }
   if (threads.size() > 1) {
-    for (const auto& [test, b] : best) fmt::print("best threads for {}: {} ({:.2f} t/s)\n", test, b.first, b.second);
+    for (const auto& [test, b] : best)
+      fmt::print("best threads for {}: {} ({:.2f} t/s)\n", test, b.first, b.second);
   }
   // At depth: each test beside the same test at depth 0, and decode beside what memory allows.
   for (const Row& row : rows) {
@@ -350,18 +426,28 @@ int run_bench_cmd(int argc, char** argv) {
     if (!row.paired_ratios.empty()) {
       const std::vector<double>& ratios = row.paired_ratios;
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-      const std::string roof = row.r.n_gen > 0 ? fmt::format("; the memory roofline: {:.0f}%", 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0)) : "";
-      fmt::print("{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%{})\n", row.test,
-                 row.r.n_threads, 100 * median(ratios), ratios.size(), 100 * *lo, 100 * *hi, roof);
+      const std::string roof =
+          row.r.n_gen > 0
+              ? fmt::format("; the memory roofline: {:.0f}%",
+                            100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0))
+              : "";
+      fmt::print(
+          "{} t={}: {:.0f}% of depth 0, the median of {} paired repetitions ({:.0f}-{:.0f}%{})\n",
+          row.test, row.r.n_threads, 100 * median(ratios), ratios.size(), 100 * *lo, 100 * *hi,
+          roof);
       continue;
     }
     for (const Row& base : rows) {
-      if (base.r.n_depth != 0 || base.r.n_threads != row.r.n_threads || base.r.flash_attn != row.r.flash_attn ||
-          base.r.n_prompt != row.r.n_prompt || base.r.n_gen != row.r.n_gen || base.r.n_seq != row.r.n_seq)
+      if (base.r.n_depth != 0 || base.r.n_threads != row.r.n_threads ||
+          base.r.flash_attn != row.r.flash_attn || base.r.n_prompt != row.r.n_prompt ||
+          base.r.n_gen != row.r.n_gen || base.r.n_seq != row.r.n_seq)
         continue;
       std::string roof;
-      if (row.r.n_gen > 0) roof = fmt::format(" (the memory roofline: {:.0f}%)", 100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
-      fmt::print("{} t={}: {:.0f}% of depth 0{}\n", row.test, row.r.n_threads, 100 * row.r.mean_ts() / base.r.mean_ts(), roof);
+      if (row.r.n_gen > 0)
+        roof = fmt::format(" (the memory roofline: {:.0f}%)",
+                           100 * tg_roofline_fraction(*s.model, row.r.n_depth + row.r.n_gen / 2.0));
+      fmt::print("{} t={}: {:.0f}% of depth 0{}\n", row.test, row.r.n_threads,
+                 100 * row.r.mean_ts() / base.r.mean_ts(), roof);
     }
   }
   fmt::print("peak RSS: {:.2f} GB\n", peak_rss / 1e9);

@@ -2,17 +2,17 @@
 // (earlier thinking dropped by the template); after each answer the engine computes the
 // answer-only form of the turn into its prefix cache while the user types, so the next turn
 // prefills only the new message. Ctrl-C stops the current answer and Ctrl-D (or /exit) leaves.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
 #include <iostream>
 
+#include "base/log.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
-#include "base/log.h"
 
 namespace ponder::cli {
 namespace {
@@ -33,7 +33,8 @@ int run_chat(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("chat", session.status().message());
   ModelSession& s = **session;
-  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok()) return fail("chat", st.message());
+  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())
+    return fail("chat", st.message());
   flags.apply_to_process(s);
   auto tmpl = s.chat_template(flags.template_name);
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
@@ -43,9 +44,11 @@ int run_chat(int argc, char** argv) {
   std::signal(SIGINT, on_sigint);
   std::vector<text::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});
-  std::fprintf(stderr, "ponder chat: %s (%s template, %lld-token context). Ctrl-C stops an answer, "
+  std::fprintf(stderr,
+               "ponder chat: %s (%s template, %lld-token context). Ctrl-C stops an answer, "
                "/reset clears the history, Ctrl-D or /exit leaves.\n",
-               flags.model_path.c_str(), tmpl->name(), static_cast<long long>(engine.max_context()));
+               flags.model_path.c_str(), tmpl->name(),
+               static_cast<long long>(engine.max_context()));
   std::string line;
   for (;;) {
     std::fputs("\n> ", stdout);
@@ -74,13 +77,14 @@ int run_chat(int argc, char** argv) {
     request.starts_in_thinking = thinking;
     std::string reasoning, answer;
     ThinkingPrinter printer(flags.hide_thinking);
-    auto stats = run_request(engine, std::move(request),
-                             [&](const std::string& r, const std::string& c) {
-                               reasoning += r;
-                               answer += c;
-                               printer.push(r, c);
-                             },
-                             &g_cancel);
+    auto stats = run_request(
+        engine, std::move(request),
+        [&](const std::string& r, const std::string& c) {
+          reasoning += r;
+          answer += c;
+          printer.push(r, c);
+        },
+        &g_cancel);
     if (!stats.has_value()) {
       // A turn that no longer fits: say so and let the user /reset; the program keeps running.
       std::fprintf(stderr, "ponder chat: %s\n", stats.status().message().c_str());
@@ -92,7 +96,9 @@ int run_chat(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", format_stats(*stats).c_str());
     // The answer goes back into the history as said, thinking included; the template drops it.
     const bool closed = !answer.empty();
-    history.push_back({"assistant", thinking ? "<think>\n" + reasoning + (closed ? "</think>\n\n" + answer : "") : answer});
+    history.push_back(
+        {"assistant",
+         thinking ? "<think>\n" + reasoning + (closed ? "</think>\n\n" + answer : "") : answer});
     // Warm the next turn: its prompt starts with this turn in answer-only form.
     if (auto next = tmpl->render(history, false); next.has_value()) {
       EngineRequest warm;

@@ -1,10 +1,9 @@
 // ponder convert HF_DIR OUT.gguf [--type F16|BF16|F32|Q8_0]: a Hugging Face Qwen2 folder
 // (DeepSeek-R1-Distill-Qwen) to GGUF, with llama.cpp's keys, tensor names and tokenizer layout.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
@@ -16,15 +15,17 @@ namespace ponder::cli {
 namespace {
 
 int run_convert(int argc, char** argv) {
-  CLI::App app{"Convert a Hugging Face Qwen2ForCausalLM folder (safetensors, config.json, "
-               "tokenizer.json, tokenizer_config.json) to GGUF"};
+  CLI::App app{
+      "Convert a Hugging Face Qwen2ForCausalLM folder (safetensors, config.json, "
+      "tokenizer.json, tokenizer_config.json) to GGUF"};
   std::string dir, out, type_name = "F16";
   ConvertOptions options;
   bool quiet = false;
   app.add_option("hf_dir", dir, "Hugging Face model folder")->required();
   app.add_option("out", out, "Output GGUF file")->required();
-  app.add_option("--type", type_name, "Type of the matrices: F16 (default), BF16, F32 or Q8_0; "
-                                      "norms and biases stay F32");
+  app.add_option("--type", type_name,
+                 "Type of the matrices: F16 (default), BF16, F32 or Q8_0; "
+                 "norms and biases stay F32");
   app.add_option("--name", options.name, "general.name (default: from config.json or the folder)");
   app.add_flag("--vocab-only", options.vocab_only, "Write the metadata and tokenizer only");
   app.add_option("-t,--threads", options.n_threads, "Conversion threads (default: all cores)");
@@ -42,8 +43,9 @@ int run_convert(int argc, char** argv) {
   if (Status st = converter.open(dir); !st) return fail("convert", st.message());
   const HfConfig& c = converter.config();
   const double total_mb = static_cast<double>(converter.output_bytes()) / 1e6;
-  fmt::print(stderr, "convert: {} layers, n_embd {}, n_ff {}, {} tokens (pre {}), {} tensors, "
-                     "{:.1f} MB as {}\n",
+  fmt::print(stderr,
+             "convert: {} layers, n_embd {}, n_ff {}, {} tokens (pre {}), {} tensors, "
+             "{:.1f} MB as {}\n",
              c.n_layer, c.n_embd, c.n_ff, converter.vocab().tokens.size(), converter.vocab().pre,
              converter.plan().size(), total_mb, ggml_type_name(options.type));
 

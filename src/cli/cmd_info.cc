@@ -1,7 +1,7 @@
 // ponder info M.gguf [--json]: what a GGUF file holds, for people and for scripts.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -15,18 +15,30 @@ using nlohmann::json;
 
 json value_to_json(const GgufValue& v) {
   switch (v.type()) {
-    case GgufType::kString: return v.as_string();
-    case GgufType::kBool: return v.as<uint8_t>() != 0;
-    case GgufType::kF32: return v.as<float>();
-    case GgufType::kF64: return v.as<double>();
-    case GgufType::kI8: return v.as<int8_t>();
-    case GgufType::kI16: return v.as<int16_t>();
-    case GgufType::kI32: return v.as<int32_t>();
-    case GgufType::kI64: return v.as<int64_t>();
-    case GgufType::kU8: return v.as<uint8_t>();
-    case GgufType::kU16: return v.as<uint16_t>();
-    case GgufType::kU32: return v.as<uint32_t>();
-    case GgufType::kU64: return v.as<uint64_t>();
+    case GgufType::kString:
+      return v.as_string();
+    case GgufType::kBool:
+      return v.as<uint8_t>() != 0;
+    case GgufType::kF32:
+      return v.as<float>();
+    case GgufType::kF64:
+      return v.as<double>();
+    case GgufType::kI8:
+      return v.as<int8_t>();
+    case GgufType::kI16:
+      return v.as<int16_t>();
+    case GgufType::kI32:
+      return v.as<int32_t>();
+    case GgufType::kI64:
+      return v.as<int64_t>();
+    case GgufType::kU8:
+      return v.as<uint8_t>();
+    case GgufType::kU16:
+      return v.as<uint16_t>();
+    case GgufType::kU32:
+      return v.as<uint32_t>();
+    case GgufType::kU64:
+      return v.as<uint64_t>();
     case GgufType::kArray: {
       // Long arrays (vocabularies) are summarised, not dumped.
       json a = json::object();
@@ -120,7 +132,8 @@ int run_info(int argc, char** argv) {
 
   fmt::print("file:          {} ({}, GGUF v{})\n", path, human_bytes(f.file_size()), f.version());
   fmt::print("architecture:  {}\n", arch.empty() ? "(none)" : arch);
-  if (auto name = f.get_string("general.name"); name.has_value()) fmt::print("name:          {}\n", *name);
+  if (auto name = f.get_string("general.name"); name.has_value())
+    fmt::print("name:          {}\n", *name);
   fmt::print("parameters:    {} ({:.3f} B)\n", params, params / 1e9);
   fmt::print("\nhyperparameters:\n");
   for (const auto& [k, v] : f.metadata()) {
@@ -128,10 +141,12 @@ int run_info(int argc, char** argv) {
   }
   fmt::print("\ntokenizer:\n");
   if (tokens.has_value()) {
-    fmt::print("  model {}, pre {}, {} tokens, {} merges\n",
-               f.get_string("tokenizer.ggml.model").has_value() ? *f.get_string("tokenizer.ggml.model") : "?",
-               f.get_string("tokenizer.ggml.pre").has_value() ? *f.get_string("tokenizer.ggml.pre") : "?",
-               (*tokens)->size(), merges.has_value() ? (*merges)->size() : 0);
+    fmt::print(
+        "  model {}, pre {}, {} tokens, {} merges\n",
+        f.get_string("tokenizer.ggml.model").has_value() ? *f.get_string("tokenizer.ggml.model")
+                                                         : "?",
+        f.get_string("tokenizer.ggml.pre").has_value() ? *f.get_string("tokenizer.ggml.pre") : "?",
+        (*tokens)->size(), merges.has_value() ? (*merges)->size() : 0);
     for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                             "tokenizer.ggml.padding_token_id"}) {
       auto id = f.get_u32(key);
@@ -159,7 +174,8 @@ int run_info(int argc, char** argv) {
                tt.count, human_bytes(static_cast<double>(tt.bytes)),
                100.0 * tt.bytes / std::max<int64_t>(1, tensor_bytes), 8.0 * tt.bytes / tt.elements);
   }
-  fmt::print("total: {} in tensors, {:.2f} bits/weight\n", human_bytes(static_cast<double>(tensor_bytes)),
+  fmt::print("total: {} in tensors, {:.2f} bits/weight\n",
+             human_bytes(static_cast<double>(tensor_bytes)),
              8.0 * tensor_bytes / std::max<int64_t>(1, params));
   return 0;
 }

@@ -1,8 +1,8 @@
 // ponder logits: teacher-forced or greedy logits in the PGLD format of ../shared/golden, so a run
 // can be compared with a golden file (or another engine) with one command.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <sstream>
 
@@ -47,24 +47,31 @@ int run_logits(int argc, char** argv) {
   bool flash_attn = true;
   uint32_t top_k = 64;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
-  auto* pf = app.add_option("--prompt-file", prompt_file, "prompt text (special tokens parsed, no BOS added)");
-  auto* tf = app.add_option("--tokens-file", tokens_file, "token ids, whitespace-separated, used as they are");
+  auto* pf = app.add_option("--prompt-file", prompt_file,
+                            "prompt text (special tokens parsed, no BOS added)");
+  auto* tf = app.add_option("--tokens-file", tokens_file,
+                            "token ids, whitespace-separated, used as they are");
   pf->excludes(tf);
-  app.add_option("--gen", n_gen, "greedy tokens to generate after the prompt")->capture_default_str();
+  app.add_option("--gen", n_gen, "greedy tokens to generate after the prompt")
+      ->capture_default_str();
   app.add_option("--top-k", top_k, "logits kept per row (0: all)")->capture_default_str();
   app.add_option("-t,--threads", threads, "threads");
-  app.add_option("--flash-attn", flash_attn, "attention order: 1 the block order (default), 0 llama.cpp's")->capture_default_str();
+  app.add_option("--flash-attn", flash_attn,
+                 "attention order: 1 the block order (default), 0 llama.cpp's")
+      ->capture_default_str();
   KvTypeFlags kv_types;
   kv_types.add_to(app);
   app.add_option("--out", out, "output .pgld file")->required();
   CLI11_PARSE(app, argc, argv);
-  if (prompt_file.empty() && tokens_file.empty()) return fail("logits", "give --prompt-file or --tokens-file");
+  if (prompt_file.empty() && tokens_file.empty())
+    return fail("logits", "give --prompt-file or --tokens-file");
   if (n_gen < 0) return fail("logits", "--gen must not be negative");
 
   auto session = ModelSession::open(model_path);
   if (!session.has_value()) return fail("logits", session.status().message());
   ModelSession& s = **session;
-  if (Status st = kv_types.apply(*s.model, flash_attn); !st.is_ok()) return fail("logits", st.message());
+  if (Status st = kv_types.apply(*s.model, flash_attn); !st.is_ok())
+    return fail("logits", st.message());
   const std::string& in_path = prompt_file.empty() ? tokens_file : prompt_file;
   auto text = read_file(in_path);
   if (!text.has_value()) return fail("logits", text.status().message());
@@ -77,7 +84,9 @@ int run_logits(int argc, char** argv) {
     tokens = std::move(*ids);
   }
   const int64_t n_vocab = s.model->config().n_vocab;
-  if (top_k > n_vocab) return fail("logits", fmt::format("--top-k {} is larger than the vocabulary ({})", top_k, n_vocab));
+  if (top_k > n_vocab)
+    return fail("logits",
+                fmt::format("--top-k {} is larger than the vocabulary ({})", top_k, n_vocab));
 
   Pgld pgld;
   pgld.n_vocab = static_cast<uint32_t>(n_vocab);
@@ -89,11 +98,13 @@ int run_logits(int argc, char** argv) {
   std::vector<float> logits;
   auto st = gen.evaluate(tokens, true, &logits);
   if (!st.has_value()) return fail("logits", st.status().message());
-  for (size_t r = 0; r < tokens.size(); ++r) pgld.rows.push_back(Pgld::make_row(&logits[r * n_vocab], n_vocab, top_k));
+  for (size_t r = 0; r < tokens.size(); ++r)
+    pgld.rows.push_back(Pgld::make_row(&logits[r * n_vocab], n_vocab, top_k));
   // Greedy continuation: each generated token's row is the distribution that produced the next.
   std::vector<float> last(logits.end() - n_vocab, logits.end());
   for (int g = 0; g < n_gen; ++g) {
-    const int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
     tokens.push_back(next);
     auto e = gen.evaluate(tokens, false, &last);
     if (!e.has_value()) return fail("logits", e.status().message());
@@ -101,7 +112,8 @@ int run_logits(int argc, char** argv) {
   }
   pgld.tokens = tokens;
   if (Status w = pgld.write(out); !w.is_ok()) return fail("logits", w.message());
-  std::fprintf(stderr, "ponder logits: %u prompt + %d generated tokens -> %s\n", pgld.n_prompt, n_gen, out.c_str());
+  std::fprintf(stderr, "ponder logits: %u prompt + %d generated tokens -> %s\n", pgld.n_prompt,
+               n_gen, out.c_str());
   return 0;
 }
 

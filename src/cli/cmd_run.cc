@@ -1,7 +1,8 @@
 // ponder run -m M.gguf -p "...": one completion, streamed, with the model's thinking shown apart
 // from its answer, then timings.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "cli/generation_flags.h"
@@ -26,14 +27,16 @@ int run_run(int argc, char** argv) {
   auto session = ModelSession::open(flags.model_path);
   if (!session.has_value()) return fail("run", session.status().message());
   ModelSession& s = **session;
-  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok()) return fail("run", st.message());
+  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())
+    return fail("run", st.message());
   flags.apply_to_process(s);
 
   std::vector<int32_t> tokens;
   bool thinking = false;
   if (raw) {
     tokens = s.tokenizer.encode(prompt, true);
-    if (s.tokenizer.add_bos() && s.tokenizer.bos() >= 0) tokens.insert(tokens.begin(), s.tokenizer.bos());
+    if (s.tokenizer.add_bos() && s.tokenizer.bos() >= 0)
+      tokens.insert(tokens.begin(), s.tokenizer.bos());
   } else {
     auto tmpl = s.chat_template(flags.template_name);
     if (!tmpl.has_value()) return fail("run", tmpl.status().message());

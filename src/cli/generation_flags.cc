@@ -11,7 +11,6 @@
 
 #include "base/log.h"
 #include "base/process_priority.h"
-
 #include "cli/model_session.h"
 
 namespace ponder::cli {
@@ -19,24 +18,34 @@ namespace ponder::cli {
 void KvTypeFlags::add_to(CLI::App& app) {
   const auto types = CLI::IsMember({"auto", "f16", "bf16", "q8_0"});
   app.add_option("--cache-type-k", k,
-                 "K cache type: auto, f16, bf16 or q8_0. auto: bf16 K and V where the block order runs bf16 scores "
-                 "natively (quantized weights, AVX512_BF16), else f16. bf16 (K and V together, the bytes of f16): the "
-                 "scores and the V sums by vdpbf16ps straight from the cache; on Zen 4 attention at depth ~1.3x as fast as "
+                 "K cache type: auto, f16, bf16 or q8_0. auto: bf16 K and V where the block order "
+                 "runs bf16 scores "
+                 "natively (quantized weights, AVX512_BF16), else f16. bf16 (K and V together, the "
+                 "bytes of f16): the "
+                 "scores and the V sums by vdpbf16ps straight from the cache; on Zen 4 attention "
+                 "at depth ~1.3x as fast as "
                  "f16's (decode at 16384 +13%, prompts at 4096 +8%); on the "
-                 "quantized golden files inside the exact rule. q8_0: 53% of the bytes, read directly by the block "
-                 "order; on the golden files q8_0 K and V keep the exact rule on quantized weights, and move "
-                 "F32/F16/BF16 weights from 0.0006-0.009 to 0.012-0.017 mean dlogp from the exact computation "
+                 "quantized golden files inside the exact rule. q8_0: 53% of the bytes, read "
+                 "directly by the block "
+                 "order; on the golden files q8_0 K and V keep the exact rule on quantized "
+                 "weights, and move "
+                 "F32/F16/BF16 weights from 0.0006-0.009 to 0.012-0.017 mean dlogp from the exact "
+                 "computation "
                  "(docs/numerics.md)")
       ->capture_default_str()
       ->check(types);
   app.add_option("--cache-type-v", v, "V cache type: auto, f16, bf16 or q8_0 (as --cache-type-k)")
       ->capture_default_str()
       ->check(types);
-  app.add_option("--attn-scores", scores,
-                 "the block order's Q.K scores with an f16 K cache: f32, or bf16 (q and K rounded to bf16, vdpbf16ps: "
-                 "prompts at depth 1.2-1.4x as fast on Zen 4; on the quantized golden files within 0.0006 mean dlogp of "
-                 "f32's, inside the exact rule; emulated, slowly, without AVX512_BF16); auto: bf16 for quantized "
-                 "weights on CPUs with AVX512_BF16, else f32. A bf16 cache always takes bf16 scores.")
+  app.add_option(
+         "--attn-scores", scores,
+         "the block order's Q.K scores with an f16 K cache: f32, or bf16 (q and K rounded to bf16, "
+         "vdpbf16ps: "
+         "prompts at depth 1.2-1.4x as fast on Zen 4; on the quantized golden files within 0.0006 "
+         "mean dlogp of "
+         "f32's, inside the exact rule; emulated, slowly, without AVX512_BF16); auto: bf16 for "
+         "quantized "
+         "weights on CPUs with AVX512_BF16, else f32. A bf16 cache always takes bf16 scores.")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "f32", "bf16"}));
 }
@@ -60,17 +69,22 @@ Status KvTypeFlags::validate(bool flash_attn) const {
   KvType kt = KvType::kF16, vt = KvType::kF16;
   explicit_types(kt, vt);
   if (!flash_attn && (kt != KvType::kF16 || vt != KvType::kF16)) {
-    return Status::errorf("--cache-type-k/-v {}/{} needs the block order of attention (--flash-attn 1)", kv_type_name(kt),
-                          kv_type_name(vt));
+    return Status::errorf(
+        "--cache-type-k/-v {}/{} needs the block order of attention (--flash-attn 1)",
+        kv_type_name(kt), kv_type_name(vt));
   }
   if ((kt == KvType::kBF16) != (vt == KvType::kBF16)) {
-    return Status::error("a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
+    return Status::error(
+        "a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
   }
   if (scores == "f32" && kt == KvType::kBF16) {
-    return Status::error("--attn-scores f32 does not go with a bf16 KV cache (its scores are bf16)");
+    return Status::error(
+        "--attn-scores f32 does not go with a bf16 KV cache (its scores are bf16)");
   }
   if (scores == "bf16" && (!flash_attn || kt == KvType::kQ8_0)) {
-    return Status::error("--attn-scores bf16 needs the block order of attention (--flash-attn 1) and an f16 or bf16 K cache");
+    return Status::error(
+        "--attn-scores bf16 needs the block order of attention (--flash-attn 1) and an f16 or bf16 "
+        "K cache");
   }
   return Status::ok();
 }
@@ -89,34 +103,53 @@ Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
 
 void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
-  app.add_option("-c,--ctx,--ctx-size", n_ctx, "KV cache positions, shared by all requests (one request may use all)")->capture_default_str();
+  app.add_option("-c,--ctx,--ctx-size", n_ctx,
+                 "KV cache positions, shared by all requests (one request may use all)")
+      ->capture_default_str();
   app.add_option("--kv-mem", kv_mem_mib, "KV cache size in MiB (instead of -c positions)");
-  app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")->capture_default_str();
+  app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")
+      ->capture_default_str();
   app.add_flag("--mlock", mlock, "lock the model file in RAM (never paged out)");
   app.add_flag("--context-shift", context_shift,
-               "when a request fills its context, keep the first --keep tokens, drop half of the rest and go on "
+               "when a request fills its context, keep the first --keep tokens, drop half of the "
+               "rest and go on "
                "(default: a request that cannot fit is refused before it starts)");
-  app.add_option("--keep", n_keep, "tokens kept at the start by a context shift (-1: the whole prompt)")->capture_default_str();
-  app.add_option("--prio", prio, "process priority: 0 normal, 1-3 higher (nice -5/-10/-15; needs root)")->capture_default_str();
+  app.add_option("--keep", n_keep,
+                 "tokens kept at the start by a context shift (-1: the whole prompt)")
+      ->capture_default_str();
+  app.add_option("--prio", prio,
+                 "process priority: 0 normal, 1-3 higher (nice -5/-10/-15; needs root)")
+      ->capture_default_str();
   app.add_option("-t,--threads", threads, "threads for generation (default: the physical cores)");
-  app.add_option("--threads-batch", threads_batch, "threads for prompt processing (default: --threads)");
+  app.add_option("--threads-batch", threads_batch,
+                 "threads for prompt processing (default: --threads)");
   app.add_flag("--pin", pin, "pin threads to physical cores");
   app.add_option("--flash-attn", flash_attn,
-                 "attention order: 1 the block order (flash-style, the default), 0 llama.cpp's non-flash order "
-                 "(its logits bit for bit, slower at depth)")->capture_default_str();
+                 "attention order: 1 the block order (flash-style, the default), 0 llama.cpp's "
+                 "non-flash order "
+                 "(its logits bit for bit, slower at depth)")
+      ->capture_default_str();
   kv_types.add_to(app);
-  app.add_option("-n,--max-tokens", gen.max_tokens, "most tokens to generate, thinking included (0: up to the context)")->capture_default_str();
-  app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")->capture_default_str();
+  app.add_option("-n,--max-tokens", gen.max_tokens,
+                 "most tokens to generate, thinking included (0: up to the context)")
+      ->capture_default_str();
+  app.add_option("--temp", gen.sampling.temperature, "temperature (0: greedy)")
+      ->capture_default_str();
   app.add_option("--top-k", gen.sampling.top_k, "top-k (0: off)")->capture_default_str();
   app.add_option("--top-p", gen.sampling.top_p, "top-p (1: off)")->capture_default_str();
   app.add_option("--min-p", gen.sampling.min_p, "min-p (0: off)")->capture_default_str();
-  app.add_option("--repeat-penalty", gen.sampling.repeat_penalty, "repetition penalty (1: off)")->capture_default_str();
-  app.add_option("--presence-penalty", gen.sampling.presence_penalty, "presence penalty")->capture_default_str();
-  app.add_option("--frequency-penalty", gen.sampling.frequency_penalty, "frequency penalty")->capture_default_str();
-  app.add_option("--repeat-last-n", gen.sampling.penalty_last_n, "penalty window in tokens")->capture_default_str();
+  app.add_option("--repeat-penalty", gen.sampling.repeat_penalty, "repetition penalty (1: off)")
+      ->capture_default_str();
+  app.add_option("--presence-penalty", gen.sampling.presence_penalty, "presence penalty")
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", gen.sampling.frequency_penalty, "frequency penalty")
+      ->capture_default_str();
+  app.add_option("--repeat-last-n", gen.sampling.penalty_last_n, "penalty window in tokens")
+      ->capture_default_str();
   app.add_option("--seed", gen.sampling.seed, "random seed")->capture_default_str();
   app.add_option("--stop", gen.stop, "stop string (repeatable)");
-  app.add_option("--chat-template", template_name, "chat template: deepseek-r1 or chatml (default: from the file)");
+  app.add_option("--chat-template", template_name,
+                 "chat template: deepseek-r1 or chatml (default: from the file)");
   app.add_flag("--hide-thinking", hide_thinking, "do not print the model's thinking");
 }
 
@@ -141,8 +174,10 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   c.kv_positions = n_ctx;
   if (kv_mem_mib > 0) {
     // K and V rows of every layer and KV head per position.
-    const int64_t per_position = model.n_layer * model.n_head_kv * kv_types.row_bytes(model.head_dim);
-    c.kv_positions = static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
+    const int64_t per_position =
+        model.n_layer * model.n_head_kv * kv_types.row_bytes(model.head_dim);
+    c.kv_positions =
+        static_cast<int32_t>(std::clamp<int64_t>((kv_mem_mib << 20) / per_position, 16, 1 << 24));
   }
   c.max_batch = batch_size;
   c.context_shift = context_shift;
@@ -153,7 +188,8 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
 
 void GenerationFlags::apply_to_process(const ModelSession& session) const {
   if (mlock) {
-    if (Status st = session.file.mapping().lock_in_memory(); !st.is_ok()) log_warn("--mlock: {}", st.message());
+    if (Status st = session.file.mapping().lock_in_memory(); !st.is_ok())
+      log_warn("--mlock: {}", st.message());
   }
   if (Status st = set_process_priority(prio); !st.is_ok()) log_warn("--prio: {}", st.message());
 }

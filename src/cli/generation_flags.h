@@ -4,11 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-#include <string>
-
 #include <atomic>
 #include <functional>
+#include <string>
 
 #include "cli/model_session.h"
 #include "runtime/engine.h"

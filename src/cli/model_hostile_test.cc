@@ -68,35 +68,56 @@ std::string load_error(const std::string& path) {
   return session.has_value() ? "" : session.status().message();
 }
 
-std::vector<std::string> tokens_of(const GgufFile& f) { return **f.get_string_array("tokenizer.ggml.tokens"); }
+std::vector<std::string> tokens_of(const GgufFile& f) {
+  return **f.get_string_array("tokenizer.ggml.tokens");
+}
 
 std::vector<Edit> edits() {
-  auto set = [](std::string key, GgufValue v) { return [key, v](const GgufFile&, GgufWriter& w) { w.set(key, v); }; };
-  auto drop = [](std::string key) { return [key](const GgufFile&, GgufWriter& w) { w.remove(key); }; };
+  auto set = [](std::string key, GgufValue v) {
+    return [key, v](const GgufFile&, GgufWriter& w) { w.set(key, v); };
+  };
+  auto drop = [](std::string key) {
+    return [key](const GgufFile&, GgufWriter& w) { w.remove(key); };
+  };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   return {
       {"zero width", set("qwen2.embedding_length", GgufValue::u32(0)), "", "", "embedding_length"},
-      {"huge width", set("qwen2.embedding_length", GgufValue::u32(1u << 30)), "", "", "token_embd.weight"},
+      {"huge width", set("qwen2.embedding_length", GgufValue::u32(1u << 30)), "", "",
+       "token_embd.weight"},
       {"zero layers", set("qwen2.block_count", GgufValue::u32(0)), "", "", "block_count"},
-      {"more layers than tensors", set("qwen2.block_count", GgufValue::u32(100000)), "", "", "block_count is 100000"},
-      {"2^32-1 layers (found by fuzz_model: the layer table sized by it)", set("qwen2.block_count", GgufValue::u32(0xFFFFFFFFu)), "", "",
-       "block_count is 4294967295"},
-      {"one layer more than the tensors", set("qwen2.block_count", GgufValue::u32(3)), "", "", "block_count is 3"},
-      {"zero heads", set("qwen2.attention.head_count", GgufValue::u32(0)), "", "", "head_count is 0"},
-      {"heads not dividing the width", set("qwen2.attention.head_count", GgufValue::u32(7)), "", "", "do not divide"},
-      {"zero KV heads", set("qwen2.attention.head_count_kv", GgufValue::u32(0)), "", "", "head_count"},
-      {"KV heads not dividing the heads", set("qwen2.attention.head_count_kv", GgufValue::u32(3)), "", "", "do not divide"},
+      {"more layers than tensors", set("qwen2.block_count", GgufValue::u32(100000)), "", "",
+       "block_count is 100000"},
+      {"2^32-1 layers (found by fuzz_model: the layer table sized by it)",
+       set("qwen2.block_count", GgufValue::u32(0xFFFFFFFFu)), "", "", "block_count is 4294967295"},
+      {"one layer more than the tensors", set("qwen2.block_count", GgufValue::u32(3)), "", "",
+       "block_count is 3"},
+      {"zero heads", set("qwen2.attention.head_count", GgufValue::u32(0)), "", "",
+       "head_count is 0"},
+      {"heads not dividing the width", set("qwen2.attention.head_count", GgufValue::u32(7)), "", "",
+       "do not divide"},
+      {"zero KV heads", set("qwen2.attention.head_count_kv", GgufValue::u32(0)), "", "",
+       "head_count"},
+      {"KV heads not dividing the heads", set("qwen2.attention.head_count_kv", GgufValue::u32(3)),
+       "", "", "do not divide"},
       {"zero context", set("qwen2.context_length", GgufValue::u32(0)), "", "", "context_length"},
-      {"infinite rope base", set("qwen2.rope.freq_base", GgufValue::f32(std::numeric_limits<float>::infinity())), "", "", "freq_base"},
-      {"zero feed-forward", set("qwen2.feed_forward_length", GgufValue::u32(0)), "", "", "feed_forward_length"},
-      {"huge feed-forward", set("qwen2.feed_forward_length", GgufValue::u32(4000000000u)), "", "", "ffn_gate"},
+      {"infinite rope base",
+       set("qwen2.rope.freq_base", GgufValue::f32(std::numeric_limits<float>::infinity())), "", "",
+       "freq_base"},
+      {"zero feed-forward", set("qwen2.feed_forward_length", GgufValue::u32(0)), "", "",
+       "feed_forward_length"},
+      {"huge feed-forward", set("qwen2.feed_forward_length", GgufValue::u32(4000000000u)), "", "",
+       "ffn_gate"},
       {"NaN rope base", set("qwen2.rope.freq_base", GgufValue::f32(nan)), "", "", "freq_base"},
-      {"negative rope base", set("qwen2.rope.freq_base", GgufValue::f32(-10000.0f)), "", "", "freq_base"},
-      {"negative norm epsilon", set("qwen2.attention.layer_norm_rms_epsilon", GgufValue::f32(-1e-6f)), "", "", "epsilon"},
-      {"width as a string", set("qwen2.embedding_length", GgufValue::string("wide")), "", "", "embedding_length"},
+      {"negative rope base", set("qwen2.rope.freq_base", GgufValue::f32(-10000.0f)), "", "",
+       "freq_base"},
+      {"negative norm epsilon",
+       set("qwen2.attention.layer_norm_rms_epsilon", GgufValue::f32(-1e-6f)), "", "", "epsilon"},
+      {"width as a string", set("qwen2.embedding_length", GgufValue::string("wide")), "", "",
+       "embedding_length"},
       {"layers as a float", set("qwen2.block_count", GgufValue::f32(2.0f)), "", "", "block_count"},
       {"no architecture", drop("general.architecture"), "", "", "general.architecture"},
-      {"another architecture", set("general.architecture", GgufValue::string("llama")), "", "", "llama"},
+      {"another architecture", set("general.architecture", GgufValue::string("llama")), "", "",
+       "llama"},
       {"no width", drop("qwen2.embedding_length"), "", "", "embedding_length"},
       {"fewer tokens than the output matrix's rows is fine, more is not",
        [](const GgufFile& f, GgufWriter& w) {
@@ -107,25 +128,39 @@ std::vector<Edit> edits() {
        },
        "", "", "the tokenizer has"},
       {"no tokens", drop("tokenizer.ggml.tokens"), "", "", "tokenizer.ggml.tokens"},
-      {"tokens as numbers", set("tokenizer.ggml.tokens", GgufValue::i32_array({1, 2, 3})), "", "", "tokenizer.ggml.tokens"},
-      {"token types shorter than the tokens", set("tokenizer.ggml.token_type", GgufValue::i32_array({1, 1})), "", "", "token_type"},
-      {"bos out of range", set("tokenizer.ggml.bos_token_id", GgufValue::u32(10000000)), "", "", "bos"},
-      {"eos out of range", set("tokenizer.ggml.eos_token_id", GgufValue::u32(10000000)), "", "", "eos"},
-      {"merges naming unknown tokens", set("tokenizer.ggml.merges", GgufValue::string_array({"\xe2\x98\x83zz q\xe2\x98\x83"})), "", "",
-       "merge"},
-      {"a merge without a space", set("tokenizer.ggml.merges", GgufValue::string_array({"abc"})), "", "", "merge"},
-      {"another tokenizer model", set("tokenizer.ggml.model", GgufValue::string("llama")), "", "", "llama"},
-      {"another pre-tokenizer", set("tokenizer.ggml.pre", GgufValue::string("gpt-4o")), "", "", "gpt-4o"},
-      {"a duplicate token", [](const GgufFile& f, GgufWriter& w) {
+      {"tokens as numbers", set("tokenizer.ggml.tokens", GgufValue::i32_array({1, 2, 3})), "", "",
+       "tokenizer.ggml.tokens"},
+      {"token types shorter than the tokens",
+       set("tokenizer.ggml.token_type", GgufValue::i32_array({1, 1})), "", "", "token_type"},
+      {"bos out of range", set("tokenizer.ggml.bos_token_id", GgufValue::u32(10000000)), "", "",
+       "bos"},
+      {"eos out of range", set("tokenizer.ggml.eos_token_id", GgufValue::u32(10000000)), "", "",
+       "eos"},
+      {"merges naming unknown tokens",
+       set("tokenizer.ggml.merges", GgufValue::string_array({"\xe2\x98\x83zz q\xe2\x98\x83"})), "",
+       "", "merge"},
+      {"a merge without a space", set("tokenizer.ggml.merges", GgufValue::string_array({"abc"})),
+       "", "", "merge"},
+      {"another tokenizer model", set("tokenizer.ggml.model", GgufValue::string("llama")), "", "",
+       "llama"},
+      {"another pre-tokenizer", set("tokenizer.ggml.pre", GgufValue::string("gpt-4o")), "", "",
+       "gpt-4o"},
+      {"a duplicate token",
+       [](const GgufFile& f, GgufWriter& w) {
          auto t = tokens_of(f);
          t[300] = t[301];
          w.set("tokenizer.ggml.tokens", GgufValue::string_array(t));
-       }, "", "", "token"},
+       },
+       "", "", "token"},
       {"no embeddings", {}, "token_embd.weight", "", "token_embd.weight"},
       {"no first attention query", {}, "blk.0.attn_q.weight", "", "blk.0.attn_q.weight"},
       {"no last norm", {}, "output_norm.weight", "", "output_norm.weight"},
       {"embeddings transposed", {}, "", "token_embd.weight", "token_embd.weight"},
-      {"a feed-forward matrix transposed", {}, "", "blk.1.ffn_down.weight", "blk.1.ffn_down.weight"},
+      {"a feed-forward matrix transposed",
+       {},
+       "",
+       "blk.1.ffn_down.weight",
+       "blk.1.ffn_down.weight"},
   };
 }
 
@@ -144,7 +179,8 @@ TEST(ModelHostileTest, EveryBrokenModelIsRefusedByName) {
     if (!e.fragment.empty()) {
       EXPECT_NE(msg.find(e.fragment), std::string::npos) << e.name << ": " << msg;
     }
-    EXPECT_LE(grew, size + (64l << 20)) << e.name << ": the heap grew by " << grew << " bytes for a " << size << "-byte file";
+    EXPECT_LE(grew, size + (64l << 20))
+        << e.name << ": the heap grew by " << grew << " bytes for a " << size << "-byte file";
     std::printf("  %-40s -> %s\n", e.name.c_str(), msg.c_str());
     std::filesystem::remove(path);
   }

@@ -11,7 +11,8 @@ namespace {
 std::atomic<long> g_live{0}, g_peak{0};
 void* track(void* p) {
   if (p == nullptr) return p;
-  const long now = g_live.fetch_add(static_cast<long>(malloc_usable_size(p))) + static_cast<long>(malloc_usable_size(p));
+  const long now = g_live.fetch_add(static_cast<long>(malloc_usable_size(p))) +
+                   static_cast<long>(malloc_usable_size(p));
   long peak = g_peak.load();
   while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
   }
@@ -33,7 +34,9 @@ void* operator new(std::size_t n) {
   if (void* p = track(std::malloc(n ? n : 1))) return p;
   throw std::bad_alloc();
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return track(std::malloc(n ? n : 1)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return track(std::malloc(n ? n : 1));
+}
 void* operator new[](std::size_t n) { return operator new(n); }
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void* operator new(std::size_t n, std::align_val_t a) {

@@ -22,7 +22,8 @@ class ConvertErrorsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // Per process: ctest runs each test in its own process, several at once.
-    base_ = std::string(PONDER_BINARY_DIR) + "/convert_test_tmp/errors_base_" + std::to_string(::getpid());
+    base_ = std::string(PONDER_BINARY_DIR) + "/convert_test_tmp/errors_base_" +
+            std::to_string(::getpid());
     fs::remove_all(base_);
     auto f = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-F16.gguf");
     ASSERT_TRUE(f.has_value()) << f.status().message();
@@ -88,8 +89,9 @@ TEST_F(ConvertErrorsTest, HeaderLengthPastTheFile) {
 TEST_F(ConvertErrorsTest, ShapeDisagreesWithConfig) {
   edit_json("config.json", [](json& j) { j["intermediate_size"] = 512; });
   const std::string msg = convert_error();
-  EXPECT_ERROR_HAS(msg, "tensor model.layers.0.mlp.gate_proj.weight has shape [768, 256], expected "
-                        "[512, 256] from config.json");
+  EXPECT_ERROR_HAS(msg,
+                   "tensor model.layers.0.mlp.gate_proj.weight has shape [768, 256], expected "
+                   "[512, 256] from config.json");
 }
 
 TEST_F(ConvertErrorsTest, MissingAndUnknownTensors) {
@@ -128,7 +130,8 @@ TEST_F(ConvertErrorsTest, MissingWeights) {
 
 TEST_F(ConvertErrorsTest, BadConfigAndTokenizerFields) {
   edit_json("config.json", [](json& j) { j["hidden_size"] = "big"; });
-  EXPECT_ERROR_HAS(convert_error(), "config.json: \"hidden_size\" is \"big\", expected a positive integer");
+  EXPECT_ERROR_HAS(convert_error(),
+                   "config.json: \"hidden_size\" is \"big\", expected a positive integer");
   edit_json("config.json", [](json& j) {
     j["hidden_size"] = 256;
     j["vocab_size"] = 100;
@@ -157,8 +160,8 @@ TEST_F(ConvertErrorsTest, DtypeShapeMismatchInTheHeader) {
   const size_t p = header.find("\"F16\"");
   ASSERT_NE(p, std::string::npos);
   header.replace(p, 5, "\"F32\"");
-  std::ofstream(st, std::ios::binary | std::ios::trunc) << bytes.substr(0, 8) << header
-                                                        << bytes.substr(8 + len);
+  std::ofstream(st, std::ios::binary | std::ios::trunc)
+      << bytes.substr(0, 8) << header << bytes.substr(8 + len);
   const std::string msg = convert_error();
   EXPECT_ERROR_HAS(msg, "model.safetensors: tensor ");
   EXPECT_ERROR_HAS(msg, "F32 of shape");

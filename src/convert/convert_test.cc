@@ -133,7 +133,8 @@ TEST(ConvertTest, TinyF32RoundTripIsIdenticalAndGivesTheSameLogits) {
   expect_same_metadata(src, out, /*same_order=*/true);
   expect_same_tensors(src, out);
   // Same keys, order, tensors and alignment: the very same file.
-  std::ifstream a(kModels + "tiny-F32.gguf", std::ios::binary), b(dir + "/out.gguf", std::ios::binary);
+  std::ifstream a(kModels + "tiny-F32.gguf", std::ios::binary),
+      b(dir + "/out.gguf", std::ios::binary);
   EXPECT_TRUE(std::equal(std::istreambuf_iterator<char>(a), {}, std::istreambuf_iterator<char>(b)));
 
   const std::vector<float> want = logits_of(src);
@@ -243,12 +244,18 @@ TEST(ConvertTest, RealQwen3TokenizerFolder) {
   fs::copy_file(pkg + "/models/tokenizer.json", hf + "/tokenizer.json");
   fs::copy_file(pkg + "/models/tokenizer_config.json", hf + "/tokenizer_config.json");
   const int64_t n_vocab = 151936, n_embd = 64, n_ff = 96, n_kv = 32;
-  json config = {{"architectures", {"Qwen2ForCausalLM"}}, {"hidden_size", n_embd},
-                 {"intermediate_size", n_ff},             {"num_hidden_layers", 1},
-                 {"num_attention_heads", 2},              {"num_key_value_heads", 1},
-                 {"max_position_embeddings", 40960},      {"rope_theta", 1000000.0},
-                 {"rms_norm_eps", 1e-6},                  {"tie_word_embeddings", true},
-                 {"vocab_size", n_vocab},                 {"bos_token_id", 151643},
+  json config = {{"architectures", {"Qwen2ForCausalLM"}},
+                 {"hidden_size", n_embd},
+                 {"intermediate_size", n_ff},
+                 {"num_hidden_layers", 1},
+                 {"num_attention_heads", 2},
+                 {"num_key_value_heads", 1},
+                 {"max_position_embeddings", 40960},
+                 {"rope_theta", 1000000.0},
+                 {"rms_norm_eps", 1e-6},
+                 {"tie_word_embeddings", true},
+                 {"vocab_size", n_vocab},
+                 {"bos_token_id", 151643},
                  {"eos_token_id", 151645}};
   ASSERT_TRUE(write_json_file(hf + "/config.json", config));
   std::map<std::string, std::vector<int64_t>> shapes = {
@@ -277,7 +284,8 @@ TEST(ConvertTest, RealQwen3TokenizerFolder) {
     write_random(&data.back(), n, seed++);
   }
   size_t i = 0;
-  for (const auto& [name, shape] : shapes) tensors.push_back({name, StDtype::kBF16, shape, data[i++].data()});
+  for (const auto& [name, shape] : shapes)
+    tensors.push_back({name, StDtype::kBF16, shape, data[i++].data()});
   ASSERT_TRUE(write_safetensors(hf + "/model.safetensors", tensors));
 
   // F16 from BF16: every value rounded once; 1-D tensors F32 (exact); no output.weight (tied).
@@ -316,7 +324,7 @@ TEST(ConvertTest, RealQwen3TokenizerFolder) {
   EXPECT_EQ((*types)[100], 1);
   EXPECT_EQ((*merges)->size(), 151387u);
   EXPECT_EQ((**merges)[0], "\xC4\xA0 \xC4\xA0");
-  EXPECT_EQ(*out.get_u32("tokenizer.ggml.eos_token_id"), 151645u);     // eos_token <|im_end|>
+  EXPECT_EQ(*out.get_u32("tokenizer.ggml.eos_token_id"), 151645u);      // eos_token <|im_end|>
   EXPECT_EQ(*out.get_u32("tokenizer.ggml.padding_token_id"), 151643u);  // pad_token
   EXPECT_EQ(*out.get_u32("tokenizer.ggml.bos_token_id"), 151643u);      // config.json fallback
   EXPECT_FALSE(*out.get_bool("tokenizer.ggml.add_bos_token"));
@@ -346,7 +354,8 @@ TEST(ConvertTest, RealQwen3TokenizerFolder) {
   std::vector<std::string> texts;
   for (const Case& c : tokenizer_cases()) {
     bool has_added = false;
-    for (size_t p = 0; p < c.text.size() && !has_added; ++p) has_added = tok->added_token_at(c.text, p) >= 0;
+    for (size_t p = 0; p < c.text.size() && !has_added; ++p)
+      has_added = tok->added_token_at(c.text, p) >= 0;
     if (!has_added) texts.push_back(c.text);
   }
   ASSERT_GT(texts.size(), 80u);

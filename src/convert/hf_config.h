@@ -13,13 +13,13 @@
 namespace ponder {
 
 struct HfConfig {
-  std::string architecture;  // "Qwen2ForCausalLM"
-  std::string name_or_path;  // "_name_or_path", may be empty
-  int64_t n_embd = 0;        // hidden_size
-  int64_t n_ff = 0;          // intermediate_size
-  int64_t n_layer = 0;       // num_hidden_layers
-  int64_t n_head = 0;        // num_attention_heads
-  int64_t n_head_kv = 0;     // num_key_value_heads (defaults to n_head)
+  std::string architecture;            // "Qwen2ForCausalLM"
+  std::string name_or_path;            // "_name_or_path", may be empty
+  int64_t n_embd = 0;                  // hidden_size
+  int64_t n_ff = 0;                    // intermediate_size
+  int64_t n_layer = 0;                 // num_hidden_layers
+  int64_t n_head = 0;                  // num_attention_heads
+  int64_t n_head_kv = 0;               // num_key_value_heads (defaults to n_head)
   std::optional<int64_t> n_ctx;        // max_position_embeddings
   std::optional<int64_t> n_vocab;      // vocab_size
   std::optional<double> rope_theta;    // rope_theta

@@ -61,11 +61,16 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 uint32_t llama_file_type(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::BF16: return 32;
-    default: return 0;
+    case GgmlType::F32:
+      return 0;
+    case GgmlType::F16:
+      return 1;
+    case GgmlType::Q8_0:
+      return 7;
+    case GgmlType::BF16:
+      return 32;
+    default:
+      return 0;
   }
 }
 
@@ -103,7 +108,11 @@ Status HfConverter::open(const std::string& dir) {
   dir_ = dir;
   if (!std::filesystem::is_directory(dir)) return Status::errorf("{} is not a directory", dir);
   switch (options_.type) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0: break;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+      break;
     default:
       return Status::errorf("output type {} is not supported (expected F32, F16, BF16 or Q8_0)",
                             ggml_type_name(options_.type));
@@ -201,7 +210,8 @@ int64_t HfConverter::output_bytes() const {
 static void release_pages(const uint8_t* data, int64_t n_bytes) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + static_cast<uintptr_t>(n_bytes)) / page * page;
+  const uintptr_t end =
+      (reinterpret_cast<uintptr_t>(data) + static_cast<uintptr_t>(n_bytes)) / page * page;
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
@@ -224,8 +234,8 @@ void HfConverter::convert_rows(const ConvertPlan& p, uint8_t* out) {
   const int64_t src_row = n_cols * st_dtype_size(src.dtype);
   const int64_t dst_row = ggml_row_bytes(p.type, n_cols);
   pool_.parallel_for(n_rows, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(static_cast<size_t>(n_cols));        // [n_cols] one row in f32
-    std::vector<uint8_t> in(static_cast<size_t>(src_row));      // the row, aligned
+    std::vector<float> row(static_cast<size_t>(n_cols));    // [n_cols] one row in f32
+    std::vector<uint8_t> in(static_cast<size_t>(src_row));  // the row, aligned
     for (int64_t r = begin; r < end; ++r) {
       std::memcpy(in.data(), src.data + r * src_row, static_cast<size_t>(src_row));
       dequantize_row(src_type, in.data(), row.data(), n_cols);
@@ -259,7 +269,8 @@ Status HfConverter::write(const std::string& out_path) {
   w.set("qwen2.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(c.n_ff)));
   w.set("qwen2.attention.head_count", GgufValue::u32(static_cast<uint32_t>(c.n_head)));
   w.set("qwen2.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(c.n_head_kv)));
-  if (c.rope_theta) w.set("qwen2.rope.freq_base", GgufValue::f32(static_cast<float>(*c.rope_theta)));
+  if (c.rope_theta)
+    w.set("qwen2.rope.freq_base", GgufValue::f32(static_cast<float>(*c.rope_theta)));
   if (c.rms_norm_eps) {
     w.set("qwen2.attention.layer_norm_rms_epsilon",
           GgufValue::f32(static_cast<float>(*c.rms_norm_eps)));
@@ -277,13 +288,15 @@ Status HfConverter::write(const std::string& out_path) {
   if (!options_.vocab_only) {
     for (size_t i = 0; i < plan_.size(); ++i) {
       const ConvertPlan* p = &plan_[i];
-      PONDER_RETURN_IF_ERROR(w.add_tensor(p->name, p->type, p->shape, [this, p](uint8_t* out, int64_t) {
-        convert(*p, out);
-        return Status::ok();
-      }));
+      PONDER_RETURN_IF_ERROR(
+          w.add_tensor(p->name, p->type, p->shape, [this, p](uint8_t* out, int64_t) {
+            convert(*p, out);
+            return Status::ok();
+          }));
     }
     if (progress_) {
-      w.set_progress([this](size_t i, size_t n, const std::string&) { progress_(i, n, plan_[i - 1]); });
+      w.set_progress(
+          [this](size_t i, size_t n, const std::string&) { progress_(i, n, plan_[i - 1]); });
     }
   }
   return w.write(out_path);

@@ -24,15 +24,15 @@ namespace ponder {
 struct ConvertOptions {
   GgmlType type = GgmlType::F16;  // for matrices: F32, F16, BF16 or Q8_0
   std::string name;               // general.name; default: config's _name_or_path, else the folder
-  bool vocab_only = false;        // metadata and tokenizer only, no tensors (llama.cpp --vocab-only)
-  int n_threads = 0;              // 0: default_thread_count()
+  bool vocab_only = false;  // metadata and tokenizer only, no tensors (llama.cpp --vocab-only)
+  int n_threads = 0;        // 0: default_thread_count()
 };
 
 // One output tensor: where it comes from and what it becomes.
 struct ConvertPlan {
-  std::string hf_name;          // "model.layers.0.self_attn.q_proj.weight"
-  std::string name;             // "blk.0.attn_q.weight"
-  std::vector<int64_t> shape;   // ggml order
+  std::string hf_name;         // "model.layers.0.self_attn.q_proj.weight"
+  std::string name;            // "blk.0.attn_q.weight"
+  std::vector<int64_t> shape;  // ggml order
   const StTensor* src = nullptr;
   GgmlType type = GgmlType::F32;
 };

@@ -50,10 +50,10 @@ Status write_config(const GgufFile& in, const std::string& dir) {
   if (auto tokens = in.get_string_array("tokenizer.ggml.tokens"); tokens.has_value()) {
     c["vocab_size"] = (*tokens)->size();
   }
-  c["tie_word_embeddings"] = in.find_tensor("output.weight") == nullptr &&
-                             in.find_tensor("token_embd.weight") != nullptr;
+  c["tie_word_embeddings"] =
+      in.find_tensor("output.weight") == nullptr && in.find_tensor("token_embd.weight") != nullptr;
   if (const TensorInfo* e = in.find_tensor("token_embd.weight")) {
-    c["torch_dtype"] = e->type == GgmlType::BF16 ? "bfloat16"
+    c["torch_dtype"] = e->type == GgmlType::BF16  ? "bfloat16"
                        : e->type == GgmlType::F16 ? "float16"
                                                   : "float32";
   }
@@ -68,7 +68,8 @@ Status write_tokenizer(const GgufFile& in, const std::string& dir, const ExportO
   }
   PONDER_ASSIGN_OR_RETURN(const std::vector<std::string>* tokens,
                           in.get_string_array("tokenizer.ggml.tokens"));
-  PONDER_ASSIGN_OR_RETURN(std::vector<int32_t> types, in.get_i32_array("tokenizer.ggml.token_type"));
+  PONDER_ASSIGN_OR_RETURN(std::vector<int32_t> types,
+                          in.get_i32_array("tokenizer.ggml.token_type"));
   PONDER_ASSIGN_OR_RETURN(const std::vector<std::string>* merges,
                           in.get_string_array("tokenizer.ggml.merges"));
   if (types.size() != tokens->size()) {
@@ -106,29 +107,35 @@ Status write_tokenizer(const GgufFile& in, const std::string& dir, const ExportO
       merge_list.push_back(m);
     }
   }
-  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false},
-                           {"trim_offsets", false}, {"use_regex", false}};
+  const json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", false},
+                           {"use_regex", false}};
   json tj = json::object();
   tj["version"] = "1.0";
   tj["truncation"] = nullptr;
   tj["padding"] = nullptr;
   tj["added_tokens"] = added;
   tj["normalizer"] = {{"type", "NFC"}};
-  tj["pre_tokenizer"] = {
-      {"type", "Sequence"},
-      {"pretokenizers",
-       {{{"type", "Split"},
-         {"pattern", {{"Regex", kQwen2SplitRegex}}},
-         {"behavior", "Isolated"},
-         {"invert", false}},
-        byte_level}}};
+  tj["pre_tokenizer"] = {{"type", "Sequence"},
+                         {"pretokenizers",
+                          {{{"type", "Split"},
+                            {"pattern", {{"Regex", kQwen2SplitRegex}}},
+                            {"behavior", "Isolated"},
+                            {"invert", false}},
+                           byte_level}}};
   tj["post_processor"] = byte_level;
   tj["decoder"] = byte_level;
-  tj["model"] = {{"type", "BPE"},          {"dropout", nullptr},
-                 {"unk_token", nullptr},   {"continuing_subword_prefix", ""},
-                 {"end_of_word_suffix", ""}, {"fuse_unk", false},
-                 {"byte_fallback", false}, {"ignore_merges", false},
-                 {"vocab", vocab},         {"merges", merge_list}};
+  tj["model"] = {{"type", "BPE"},
+                 {"dropout", nullptr},
+                 {"unk_token", nullptr},
+                 {"continuing_subword_prefix", ""},
+                 {"end_of_word_suffix", ""},
+                 {"fuse_unk", false},
+                 {"byte_fallback", false},
+                 {"ignore_merges", false},
+                 {"vocab", vocab},
+                 {"merges", merge_list}};
   PONDER_RETURN_IF_ERROR(write_json_file(dir + "/tokenizer.json", tj));
 
   json tc = json::object();
@@ -158,7 +165,7 @@ Status write_tokenizer(const GgufFile& in, const std::string& dir, const ExportO
       tc[hf] = content;
     } else {
       tc[hf] = {{"__type", "AddedToken"}, {"content", content}, {"lstrip", false},
-                {"normalized", false},   {"rstrip", false},     {"single_word", false}};
+                {"normalized", false},    {"rstrip", false},    {"single_word", false}};
     }
   }
   if (auto t = in.get_string("tokenizer.chat_template"); t.has_value()) tc["chat_template"] = *t;
@@ -174,9 +181,15 @@ Status write_tensors(const GgufFile& in, const std::string& dir, const ExportOpt
     StWriteTensor w;
     w.name = hf;
     switch (t.type) {
-      case GgmlType::F32: w.dtype = StDtype::kF32; break;
-      case GgmlType::F16: w.dtype = StDtype::kF16; break;
-      case GgmlType::BF16: w.dtype = StDtype::kBF16; break;
+      case GgmlType::F32:
+        w.dtype = StDtype::kF32;
+        break;
+      case GgmlType::F16:
+        w.dtype = StDtype::kF16;
+        break;
+      case GgmlType::BF16:
+        w.dtype = StDtype::kBF16;
+        break;
       default:
         return Status::errorf("{}: tensor {} is {}; only F32, F16 and BF16 can be exported",
                               in.path(), t.name, ggml_type_name(t.type));

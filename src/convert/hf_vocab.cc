@@ -86,7 +86,8 @@ const SpecialType kSpecialTypes[] = {
 }  // namespace
 
 const char* const kQwen2SplitRegex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 void HfVocab::add_to(GgufWriter& w) const {
@@ -105,7 +106,8 @@ void HfVocab::add_to(GgufWriter& w) const {
     for (const auto& nt : named_templates) names.push_back(nt.first);
     w.set("tokenizer.chat_templates", GgufValue::string_array(names));
   }
-  if (chat_template.has_value()) w.set("tokenizer.chat_template", GgufValue::string(*chat_template));
+  if (chat_template.has_value())
+    w.set("tokenizer.chat_template", GgufValue::string(*chat_template));
 }
 
 Expected<HfVocab> read_hf_vocab(const std::string& dir, const HfConfig& config) {
@@ -118,7 +120,8 @@ Expected<HfVocab> read_hf_vocab(const std::string& dir, const HfConfig& config) 
   if (auto type = model->find("type"); type != model->end() && *type != "BPE") {
     return Status::errorf("{}: model type {} is not supported (expected BPE)", file, type->dump());
   }
-  const json* regex = tj.contains("pre_tokenizer") ? find_split_regex(tj["pre_tokenizer"]) : nullptr;
+  const json* regex =
+      tj.contains("pre_tokenizer") ? find_split_regex(tj["pre_tokenizer"]) : nullptr;
   if (regex == nullptr) {
     return Status::errorf("{}: the pre_tokenizer has no Split regex (expected Qwen2's)", file);
   }
@@ -145,11 +148,13 @@ Expected<HfVocab> read_hf_vocab(const std::string& dir, const HfConfig& config) 
       auto content = a.is_object() ? a.find("content") : a.end();
       if (!a.is_object() || !a.contains("id") || !as_id(a["id"], &x.id) || content == a.end() ||
           !content->is_string()) {
-        return Status::errorf("{}: added token {} needs an \"id\" below {} and a \"content\" string",
-                              file, a.dump(), kMaxVocab);
+        return Status::errorf(
+            "{}: added token {} needs an \"id\" below {} and a \"content\" string", file, a.dump(),
+            kMaxVocab);
       }
       x.content = content->get<std::string>();
-      if (auto sp = a.find("special"); sp != a.end() && sp->is_boolean()) x.special = sp->get<bool>();
+      if (auto sp = a.find("special"); sp != a.end() && sp->is_boolean())
+        x.special = sp->get<bool>();
       added.push_back(std::move(x));
     }
   }
@@ -279,10 +284,14 @@ Expected<HfVocab> read_hf_vocab(const std::string& dir, const HfConfig& config) 
 
   // llama.cpp tells the two apart by hashing a test tokenization; the tokenizers differ only in
   // their added tokens and template, so those identify DeepSeek-R1's.
-  bool r1 = v.chat_template.has_value() &&
-            v.chat_template->find("<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>") != std::string::npos;
+  bool r1 = v.chat_template.has_value() && v.chat_template->find(
+                                               "<\xEF\xBD\x9C"
+                                               "Assistant\xEF\xBD\x9C>") != std::string::npos;
   for (const Added& a : added) {
-    if (a.content == "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>") r1 = true;
+    if (a.content ==
+        "<\xEF\xBD\x9C"
+        "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>")
+      r1 = true;
   }
   v.pre = r1 ? "deepseek-r1-qwen" : "qwen2";
   return v;

@@ -18,9 +18,9 @@ using nlohmann::json;
 constexpr int64_t kMaxElements = int64_t{1} << 48;
 
 // dtypes the format defines that Ponder does not convert: named in the error instead of "unknown".
-const char* const kOtherDtypes[] = {"F64", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8",
-                                    "BOOL", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
-                                    "F6_E3M2", "C64"};
+const char* const kOtherDtypes[] = {"F64",     "I64", "I32",     "I16",     "I8",      "U64",
+                                    "U32",     "U16", "U8",      "BOOL",    "F8_E4M3", "F8_E5M2",
+                                    "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 Expected<StDtype> parse_dtype(const std::string& s, const std::string& file,
                               const std::string& tensor) {
@@ -104,8 +104,8 @@ Expected<StTensor> parse_entry(const std::string& file, const std::string& name,
   t.n_bytes = end - begin;
   const int64_t expected = t.n_elements * st_dtype_size(t.dtype);
   if (t.n_bytes != expected) {
-    return Status::errorf("{}: tensor {}: {} of shape {} needs {} bytes, data_offsets give {}", file,
-                          name, st_dtype_name(t.dtype), sh->dump(), expected, t.n_bytes);
+    return Status::errorf("{}: tensor {}: {} of shape {} needs {} bytes, data_offsets give {}",
+                          file, name, st_dtype_name(t.dtype), sh->dump(), expected, t.n_bytes);
   }
   t.data = data + begin;
   return t;
@@ -115,9 +115,12 @@ Expected<StTensor> parse_entry(const std::string& file, const std::string& name,
 
 const char* st_dtype_name(StDtype dtype) {
   switch (dtype) {
-    case StDtype::kF32: return "F32";
-    case StDtype::kF16: return "F16";
-    case StDtype::kBF16: return "BF16";
+    case StDtype::kF32:
+      return "F32";
+    case StDtype::kF16:
+      return "F16";
+    case StDtype::kBF16:
+      return "BF16";
   }
   return "?";
 }

@@ -30,7 +30,7 @@ struct StTensor {
   int64_t n_elements = 0;
   int64_t n_bytes = 0;
   const uint8_t* data = nullptr;  // into the map; not necessarily aligned
-  std::string file;              // the file holding it (for messages)
+  std::string file;               // the file holding it (for messages)
 };
 
 class SafetensorsFile {

@@ -88,7 +88,8 @@ TEST(SafetensorsTest, HostileHeadersAreClearErrors) {
   // dtype/shape vs byte size.
   expect_error(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24,
                "tensor a: F32 of shape [2,3] needs 24 bytes, data_offsets give 20");
-  expect_error(R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,24]}})", 24, "needs 12 bytes");
+  expect_error(R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,24]}})", 24,
+               "needs 12 bytes");
   // dtypes.
   expect_error(R"({"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}})", 1,
                "tensor a: unknown dtype \"Q9\"");
@@ -100,7 +101,8 @@ TEST(SafetensorsTest, HostileHeadersAreClearErrors) {
                "shape entry -1 is not a non-negative integer");
   expect_error(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4,
                "is too large");
-  expect_error(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8, "end before they begin");
+  expect_error(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8,
+               "end before they begin");
   expect_error(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4,
                "data_offsets must be two non-negative integers");
   expect_error(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
@@ -121,9 +123,9 @@ TEST(SafetensorsTest, WriterRoundTripAndShardedFolders) {
                                 {{"x.a", StDtype::kF32, {2, 3}, a.data()}}));
   ASSERT_TRUE(write_safetensors(dir + "/model-00002-of-00002.safetensors",
                                 {{"x.b", StDtype::kBF16, {4}, b.data()}}));
-  nlohmann::json index = {{"weight_map",
-                           {{"x.a", "model-00001-of-00002.safetensors"},
-                            {"x.b", "model-00002-of-00002.safetensors"}}}};
+  nlohmann::json index = {
+      {"weight_map",
+       {{"x.a", "model-00001-of-00002.safetensors"}, {"x.b", "model-00002-of-00002.safetensors"}}}};
   std::ofstream(dir + "/model.safetensors.index.json") << index.dump();
   {
     auto set = SafetensorsSet::open_dir(dir);

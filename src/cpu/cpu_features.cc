@@ -1,9 +1,10 @@
 #include "cpu/cpu_features.h"
 
+#include <fmt/core.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <fmt/core.h>
 
 #include "base/log.h"
 
@@ -52,7 +53,8 @@ CpuFeatures detect() {
   unsigned regs[12] = {};
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
     for (unsigned i = 0; i < 3; ++i) {
-      __get_cpuid(0x80000002 + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
+      __get_cpuid(0x80000002 + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2],
+                  &regs[4 * i + 3]);
     }
     char brand[49] = {};
     std::memcpy(brand, regs, 48);
@@ -110,10 +112,14 @@ const CpuFeatures& cpu_features() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kNeon: return "neon";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kNeon:
+      return "neon";
   }
   return "?";
 }
@@ -121,10 +127,14 @@ const char* isa_name(Isa isa) {
 bool isa_supported(Isa isa) {
   const CpuFeatures& f = cpu_features();
   switch (isa) {
-    case Isa::kScalar: return true;
-    case Isa::kAvx2: return f.avx2 && f.fma && f.f16c;
-    case Isa::kAvx512: return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && isa_supported(Isa::kAvx2);
-    case Isa::kNeon: return f.neon;
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return f.avx2 && f.fma && f.f16c;
+    case Isa::kAvx512:
+      return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && isa_supported(Isa::kAvx2);
+    case Isa::kNeon:
+      return f.neon;
   }
   return false;
 }
@@ -147,7 +157,8 @@ Isa active_isa() {
         return best_isa();
       }
     }
-    log_warn("PONDER_ISA={} is unknown (scalar, avx2, avx512, neon); using {}", env, isa_name(best_isa()));
+    log_warn("PONDER_ISA={} is unknown (scalar, avx2, avx512, neon); using {}", env,
+             isa_name(best_isa()));
     return best_isa();
   }();
   return chosen;

@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <linux/mempolicy.h>
 
 #include <cstdlib>

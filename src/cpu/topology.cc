@@ -1,10 +1,10 @@
 #include "cpu/topology.h"
 
+#include <fmt/core.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fmt/core.h>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -34,7 +34,8 @@ std::set<int> parse_cpu_list(const std::string& path) {
       if (dash == std::string::npos) {
         cpus.insert(std::stoi(part));
       } else {
-        for (int c = std::stoi(part.substr(0, dash)); c <= std::stoi(part.substr(dash + 1)); ++c) cpus.insert(c);
+        for (int c = std::stoi(part.substr(0, dash)); c <= std::stoi(part.substr(dash + 1)); ++c)
+          cpus.insert(c);
       }
     } catch (...) {
     }
@@ -54,7 +55,8 @@ CpuTopology detect() {
     }
   }
   if (allowed.empty()) {
-    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) allowed.push_back(static_cast<int>(c));
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
+      allowed.push_back(static_cast<int>(c));
   }
   t.n_logical = static_cast<int>(allowed.size());
   // Hybrid Intel CPUs list their performance cores here; elsewhere the file is absent.
@@ -77,7 +79,8 @@ CpuTopology detect() {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) {
+    if (name.rfind("node", 0) == 0 && name.size() > 4 &&
+        std::isdigit(static_cast<unsigned char>(name[4]))) {
       ++nodes;
       t.numa_node_ids.push_back(std::atoi(name.c_str() + 4));
     }
@@ -93,8 +96,9 @@ int CpuTopology::default_threads() const {
 }
 
 std::string CpuTopology::summary() const {
-  return fmt::format("{} logical CPUs, {} physical cores ({} performance), {} NUMA node{}", n_logical,
-                     n_physical, n_performance, n_numa_nodes, n_numa_nodes == 1 ? "" : "s");
+  return fmt::format("{} logical CPUs, {} physical cores ({} performance), {} NUMA node{}",
+                     n_logical, n_physical, n_performance, n_numa_nodes,
+                     n_numa_nodes == 1 ? "" : "s");
 }
 
 const CpuTopology& cpu_topology() {

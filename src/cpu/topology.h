@@ -10,9 +10,9 @@
 namespace ponder {
 
 struct CpuTopology {
-  int n_logical = 0;           // CPUs this process may run on
-  int n_physical = 0;          // distinct (package, core) pairs among them
-  int n_performance = 0;       // physical performance cores (== n_physical on non-hybrid CPUs)
+  int n_logical = 0;      // CPUs this process may run on
+  int n_physical = 0;     // distinct (package, core) pairs among them
+  int n_performance = 0;  // physical performance cores (== n_physical on non-hybrid CPUs)
   int n_numa_nodes = 1;
   std::vector<int> numa_node_ids;     // the memory nodes' numbers (empty when sysfs has none)
   std::vector<int> one_cpu_per_core;  // a logical CPU per physical (performance) core, for pinning

@@ -30,14 +30,16 @@ enum class GgmlType : uint32_t {
 
 struct GgmlTypeInfo {
   GgmlType type;
-  const char* name;   // "Q4_K"
+  const char* name;    // "Q4_K"
   int64_t block_size;  // elements per block (1 for F32/F16/BF16)
   int64_t type_size;   // bytes per block
 };
 
 // The info for a type Ponder can store, or nullptr for an unknown or unsupported raw value.
 const GgmlTypeInfo* ggml_type_info(uint32_t raw);
-inline const GgmlTypeInfo& ggml_type_info(GgmlType type) { return *ggml_type_info(static_cast<uint32_t>(type)); }
+inline const GgmlTypeInfo& ggml_type_info(GgmlType type) {
+  return *ggml_type_info(static_cast<uint32_t>(type));
+}
 
 // "Q4_K"; for raw values Ponder cannot store, ggml's name if known ("IQ2_XXS") or "type 99".
 std::string_view ggml_type_name(GgmlType type);

@@ -1,10 +1,10 @@
 #include "gguf/gguf_file.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
-
-#include <fmt/core.h>
 
 namespace ponder {
 namespace {
@@ -93,7 +93,8 @@ class GgufParser {
     PONDER_RETURN_IF_ERROR(cur_.read(&n_kv, "metadata count"));
     // Each key-value takes at least 13 bytes and each tensor info 24: bound counts by the file.
     if (n_kv > cur_.remaining() / 13) {
-      return Status::errorf("metadata count {} is impossible for a file of {} bytes", n_kv, f_->size_);
+      return Status::errorf("metadata count {} is impossible for a file of {} bytes", n_kv,
+                            f_->size_);
     }
     if (n_tensors > cur_.remaining() / 24) {
       return Status::errorf("tensor count {} is impossible for a file of {} bytes", n_tensors,
@@ -155,7 +156,8 @@ class GgufParser {
     if (type != GgufType::kArray) {
       return Status::errorf("unknown value type {}", static_cast<uint32_t>(type));
     }
-    if (depth >= kMaxArrayDepth) return Status::errorf("arrays nested deeper than {}", kMaxArrayDepth);
+    if (depth >= kMaxArrayDepth)
+      return Status::errorf("arrays nested deeper than {}", kMaxArrayDepth);
     uint32_t raw_elem;
     uint64_t n;
     PONDER_RETURN_IF_ERROR(cur_.read(&raw_elem, "array element type"));
@@ -211,15 +213,24 @@ class GgufParser {
 
   static GgufValue make_scalar(GgufType type, uint64_t bits) {
     switch (type) {
-      case GgufType::kU8: return GgufValue::u8(static_cast<uint8_t>(bits));
-      case GgufType::kI8: return GgufValue::i8(static_cast<int8_t>(bits));
-      case GgufType::kU16: return GgufValue::u16(static_cast<uint16_t>(bits));
-      case GgufType::kI16: return GgufValue::i16(static_cast<int16_t>(bits));
-      case GgufType::kU32: return GgufValue::u32(static_cast<uint32_t>(bits));
-      case GgufType::kI32: return GgufValue::i32(static_cast<int32_t>(bits));
-      case GgufType::kBool: return GgufValue::boolean(bits != 0);
-      case GgufType::kU64: return GgufValue::u64(bits);
-      case GgufType::kI64: return GgufValue::i64(static_cast<int64_t>(bits));
+      case GgufType::kU8:
+        return GgufValue::u8(static_cast<uint8_t>(bits));
+      case GgufType::kI8:
+        return GgufValue::i8(static_cast<int8_t>(bits));
+      case GgufType::kU16:
+        return GgufValue::u16(static_cast<uint16_t>(bits));
+      case GgufType::kI16:
+        return GgufValue::i16(static_cast<int16_t>(bits));
+      case GgufType::kU32:
+        return GgufValue::u32(static_cast<uint32_t>(bits));
+      case GgufType::kI32:
+        return GgufValue::i32(static_cast<int32_t>(bits));
+      case GgufType::kBool:
+        return GgufValue::boolean(bits != 0);
+      case GgufType::kU64:
+        return GgufValue::u64(bits);
+      case GgufType::kI64:
+        return GgufValue::i64(static_cast<int64_t>(bits));
       case GgufType::kF32: {
         float f;
         uint32_t b = static_cast<uint32_t>(bits);
@@ -238,7 +249,8 @@ class GgufParser {
     const GgufValue* v = f_->find("general.alignment");
     if (v == nullptr) return Status::ok();
     if (v->type() != GgufType::kU32) {
-      return Status::errorf("key general.alignment: expected u32, found {}", gguf_type_name(v->type()));
+      return Status::errorf("key general.alignment: expected u32, found {}",
+                            gguf_type_name(v->type()));
     }
     const uint32_t a = v->as<uint32_t>();
     if (a == 0 || (a & (a - 1)) != 0 || a > (1u << 16)) {
@@ -305,8 +317,9 @@ class GgufParser {
     f_->data_offset_ = (end_of_infos + a - 1) / a * a;
     if (f_->tensors_.empty()) return Status::ok();
     if (f_->data_offset_ > f_->size_) {
-      return Status::errorf("truncated file: tensor data should start at offset {} but the file has {} bytes",
-                            f_->data_offset_, f_->size_);
+      return Status::errorf(
+          "truncated file: tensor data should start at offset {} but the file has {} bytes",
+          f_->data_offset_, f_->size_);
     }
     const uint64_t data_size = f_->size_ - f_->data_offset_;
     std::vector<const TensorInfo*> by_offset;
@@ -317,8 +330,10 @@ class GgufParser {
                               t.offset, a);
       }
       if (t.offset > data_size || static_cast<uint64_t>(t.n_bytes) > data_size - t.offset) {
-        return Status::errorf("tensor {}: data [{}, {}) lies past the end of the file's data section ({} bytes); file truncated?",
-                              t.name, t.offset, t.offset + t.n_bytes, data_size);
+        return Status::errorf(
+            "tensor {}: data [{}, {}) lies past the end of the file's data section ({} bytes); "
+            "file truncated?",
+            t.name, t.offset, t.offset + t.n_bytes, data_size);
       }
       t.data = f_->base_ + f_->data_offset_ + t.offset;
       by_offset.push_back(&t);
@@ -328,7 +343,8 @@ class GgufParser {
     for (size_t i = 1; i < by_offset.size(); ++i) {
       const TensorInfo* prev = by_offset[i - 1];
       if (prev->offset + prev->n_bytes > by_offset[i]->offset) {
-        return Status::errorf("tensors {} and {} overlap in the file", prev->name, by_offset[i]->name);
+        return Status::errorf("tensors {} and {} overlap in the file", prev->name,
+                              by_offset[i]->name);
       }
     }
     return Status::ok();
@@ -396,15 +412,32 @@ struct IntegerValue {
 bool integer_value(const GgufValue& v, IntegerValue* out) {
   int64_t s = 0;
   switch (v.type()) {
-    case GgufType::kU8: out->magnitude = v.as<uint8_t>(); return true;
-    case GgufType::kU16: out->magnitude = v.as<uint16_t>(); return true;
-    case GgufType::kU32: out->magnitude = v.as<uint32_t>(); return true;
-    case GgufType::kU64: out->magnitude = v.as<uint64_t>(); return true;
-    case GgufType::kI8: s = v.as<int8_t>(); break;
-    case GgufType::kI16: s = v.as<int16_t>(); break;
-    case GgufType::kI32: s = v.as<int32_t>(); break;
-    case GgufType::kI64: s = v.as<int64_t>(); break;
-    default: return false;
+    case GgufType::kU8:
+      out->magnitude = v.as<uint8_t>();
+      return true;
+    case GgufType::kU16:
+      out->magnitude = v.as<uint16_t>();
+      return true;
+    case GgufType::kU32:
+      out->magnitude = v.as<uint32_t>();
+      return true;
+    case GgufType::kU64:
+      out->magnitude = v.as<uint64_t>();
+      return true;
+    case GgufType::kI8:
+      s = v.as<int8_t>();
+      break;
+    case GgufType::kI16:
+      s = v.as<int16_t>();
+      break;
+    case GgufType::kI32:
+      s = v.as<int32_t>();
+      break;
+    case GgufType::kI64:
+      s = v.as<int64_t>();
+      break;
+    default:
+      return false;
   }
   out->negative = s < 0;
   out->magnitude = s < 0 ? 0 - static_cast<uint64_t>(s) : static_cast<uint64_t>(s);
@@ -485,7 +518,8 @@ Expected<std::vector<int32_t>> GgufFile::get_i32_array(std::string_view key) con
         out[i] = static_cast<int32_t>(x);
       }
       return out;
-    default: return wrong_type(key, "array of i32", *v);
+    default:
+      return wrong_type(key, "array of i32", *v);
   }
 }
 

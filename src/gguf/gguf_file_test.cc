@@ -43,7 +43,8 @@ TEST(GgufFileTest, TypedGettersNameKeyAndTypes) {
   EXPECT_EQ(missing.status().message(), "key qwen2.nothing: missing");
   EXPECT_EQ(f->get_u32_or("qwen2.nothing", 7).value(), 7u);
   auto arr = f->get_string("tokenizer.ggml.tokens");
-  EXPECT_EQ(arr.status().message(), "key tokenizer.ggml.tokens: expected string, found array of string");
+  EXPECT_EQ(arr.status().message(),
+            "key tokenizer.ggml.tokens: expected string, found array of string");
 }
 
 TEST(GgufFileTest, OpensEveryQuantizedTinyModel) {

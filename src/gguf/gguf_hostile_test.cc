@@ -17,7 +17,10 @@ class Builder {
  public:
   Builder& u32(uint32_t v) { return raw(&v, 4); }
   Builder& u64(uint64_t v) { return raw(&v, 8); }
-  Builder& str(const std::string& s) { u64(s.size()); return raw(s.data(), s.size()); }
+  Builder& str(const std::string& s) {
+    u64(s.size());
+    return raw(s.data(), s.size());
+  }
   Builder& raw(const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     bytes.insert(bytes.end(), b, b + n);
@@ -27,7 +30,8 @@ class Builder {
     return u32(0x46554747).u32(version).u64(n_tensors).u64(n_kv);
   }
   Builder& kv_u32(const std::string& key, uint32_t v) { return str(key).u32(4).u32(v); }
-  Builder& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+  Builder& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type,
+                  uint64_t offset) {
     str(name).u32(static_cast<uint32_t>(dims.size()));
     for (uint64_t d : dims) u64(d);
     return u32(type).u64(offset);
@@ -36,7 +40,10 @@ class Builder {
     while (bytes.size() % alignment) bytes.push_back(0);
     return *this;
   }
-  Builder& zeros(size_t n) { bytes.insert(bytes.end(), n, 0); return *this; }
+  Builder& zeros(size_t n) {
+    bytes.insert(bytes.end(), n, 0);
+    return *this;
+  }
   std::vector<uint8_t> bytes;
 };
 
@@ -112,13 +119,16 @@ TEST(GgufHostileTest, NestedArraysTooDeep) {
 }
 
 TEST(GgufHostileTest, UnknownValueTypes) {
-  expect_error(Builder().header(0, 1).str("k").u32(13).u32(0).bytes, "key k: unknown value type 13");
-  expect_error(Builder().header(0, 1).str("k").u32(9).u32(77).u64(1).bytes, "unknown element type 77");
+  expect_error(Builder().header(0, 1).str("k").u32(13).u32(0).bytes,
+               "key k: unknown value type 13");
+  expect_error(Builder().header(0, 1).str("k").u32(9).u32(77).u64(1).bytes,
+               "unknown element type 77");
   expect_error(Builder().header(0, 1).str("k").u32(7).raw("\x02", 1).bytes, "bool value 2");
 }
 
 TEST(GgufHostileTest, DuplicateKeysAndEmptyKeys) {
-  expect_error(Builder().header(0, 2).kv_u32("a", 1).kv_u32("a", 2).bytes, "duplicate metadata key a");
+  expect_error(Builder().header(0, 2).kv_u32("a", 1).kv_u32("a", 2).bytes,
+               "duplicate metadata key a");
   expect_error(Builder().header(0, 1).kv_u32("", 1).bytes, "empty key");
 }
 
@@ -142,7 +152,8 @@ TEST(GgufHostileTest, BadTensorShapes) {
   expect_error(one_tensor({1ull << 32, 1ull << 32}, 0, 0, 64).bytes, "element count overflows");
   expect_error(one_tensor({1ull << 63}, 0, 0, 64).bytes, "element count overflows");
   expect_error(one_tensor({1ull << 40, 1}, 0, 0, 64).bytes, "need more bytes than the file has");
-  expect_error(one_tensor({100}, 12, 0, 4096).bytes, "row length 100 is not a multiple of the Q4_K block size 256");
+  expect_error(one_tensor({100}, 12, 0, 4096).bytes,
+               "row length 100 is not a multiple of the Q4_K block size 256");
 }
 
 TEST(GgufHostileTest, UnknownTensorTypesAreNamed) {

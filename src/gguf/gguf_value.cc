@@ -6,30 +6,55 @@ namespace ponder {
 
 std::string gguf_type_name(GgufType type) {
   switch (type) {
-    case GgufType::kU8: return "u8";
-    case GgufType::kI8: return "i8";
-    case GgufType::kU16: return "u16";
-    case GgufType::kI16: return "i16";
-    case GgufType::kU32: return "u32";
-    case GgufType::kI32: return "i32";
-    case GgufType::kF32: return "f32";
-    case GgufType::kBool: return "bool";
-    case GgufType::kString: return "string";
-    case GgufType::kArray: return "array";
-    case GgufType::kU64: return "u64";
-    case GgufType::kI64: return "i64";
-    case GgufType::kF64: return "f64";
+    case GgufType::kU8:
+      return "u8";
+    case GgufType::kI8:
+      return "i8";
+    case GgufType::kU16:
+      return "u16";
+    case GgufType::kI16:
+      return "i16";
+    case GgufType::kU32:
+      return "u32";
+    case GgufType::kI32:
+      return "i32";
+    case GgufType::kF32:
+      return "f32";
+    case GgufType::kBool:
+      return "bool";
+    case GgufType::kString:
+      return "string";
+    case GgufType::kArray:
+      return "array";
+    case GgufType::kU64:
+      return "u64";
+    case GgufType::kI64:
+      return "i64";
+    case GgufType::kF64:
+      return "f64";
   }
   return "type " + std::to_string(static_cast<uint32_t>(type));
 }
 
 size_t gguf_scalar_size(GgufType type) {
   switch (type) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
-    case GgufType::kU16: case GgufType::kI16: return 2;
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
-    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: return 8;
-    default: return 0;
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kU16:
+    case GgufType::kI16:
+      return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32:
+      return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -75,30 +100,44 @@ uint64_t GgufValue::array_size() const {
 bool GgufValue::operator==(const GgufValue& o) const {
   if (type_ != o.type_) return false;
   switch (type_) {
-    case GgufType::kString: return str_ == o.str_;
+    case GgufType::kString:
+      return str_ == o.str_;
     case GgufType::kArray:
       return elem_type_ == o.elem_type_ && raw_ == o.raw_ && strings_ == o.strings_ &&
              arrays_ == o.arrays_;
-    default: return std::memcmp(scalar_, o.scalar_, gguf_scalar_size(type_)) == 0;
+    default:
+      return std::memcmp(scalar_, o.scalar_, gguf_scalar_size(type_)) == 0;
   }
 }
 
 std::string GgufValue::describe() const {
   switch (type_) {
-    case GgufType::kU8: return fmt::format("u8 {}", as<uint8_t>());
-    case GgufType::kI8: return fmt::format("i8 {}", as<int8_t>());
-    case GgufType::kU16: return fmt::format("u16 {}", as<uint16_t>());
-    case GgufType::kI16: return fmt::format("i16 {}", as<int16_t>());
-    case GgufType::kU32: return fmt::format("u32 {}", as<uint32_t>());
-    case GgufType::kI32: return fmt::format("i32 {}", as<int32_t>());
-    case GgufType::kF32: return fmt::format("f32 {}", as<float>());
-    case GgufType::kBool: return as<uint8_t>() ? "bool true" : "bool false";
-    case GgufType::kU64: return fmt::format("u64 {}", as<uint64_t>());
-    case GgufType::kI64: return fmt::format("i64 {}", as<int64_t>());
-    case GgufType::kF64: return fmt::format("f64 {}", as<double>());
+    case GgufType::kU8:
+      return fmt::format("u8 {}", as<uint8_t>());
+    case GgufType::kI8:
+      return fmt::format("i8 {}", as<int8_t>());
+    case GgufType::kU16:
+      return fmt::format("u16 {}", as<uint16_t>());
+    case GgufType::kI16:
+      return fmt::format("i16 {}", as<int16_t>());
+    case GgufType::kU32:
+      return fmt::format("u32 {}", as<uint32_t>());
+    case GgufType::kI32:
+      return fmt::format("i32 {}", as<int32_t>());
+    case GgufType::kF32:
+      return fmt::format("f32 {}", as<float>());
+    case GgufType::kBool:
+      return as<uint8_t>() ? "bool true" : "bool false";
+    case GgufType::kU64:
+      return fmt::format("u64 {}", as<uint64_t>());
+    case GgufType::kI64:
+      return fmt::format("i64 {}", as<int64_t>());
+    case GgufType::kF64:
+      return fmt::format("f64 {}", as<double>());
     case GgufType::kString: {
       std::string s = str_.size() > 60 ? str_.substr(0, 57) + "..." : str_;
-      for (char& c : s) if (c == '\n') c = ' ';
+      for (char& c : s)
+        if (c == '\n') c = ' ';
       return fmt::format("string \"{}\"", s);
     }
     case GgufType::kArray:

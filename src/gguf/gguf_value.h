@@ -12,8 +12,19 @@
 namespace ponder {
 
 enum class GgufType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 // "u32", "string", "array"...; "type 99" for a value outside the enum.
@@ -31,7 +42,10 @@ class GgufValue {
   static GgufValue u32(uint32_t v) { return scalar(GgufType::kU32, &v, 4); }
   static GgufValue i32(int32_t v) { return scalar(GgufType::kI32, &v, 4); }
   static GgufValue f32(float v) { return scalar(GgufType::kF32, &v, 4); }
-  static GgufValue boolean(bool v) { uint8_t b = v; return scalar(GgufType::kBool, &b, 1); }
+  static GgufValue boolean(bool v) {
+    uint8_t b = v;
+    return scalar(GgufType::kBool, &b, 1);
+  }
   static GgufValue u64(uint64_t v) { return scalar(GgufType::kU64, &v, 8); }
   static GgufValue i64(int64_t v) { return scalar(GgufType::kI64, &v, 8); }
   static GgufValue f64(double v) { return scalar(GgufType::kF64, &v, 8); }
@@ -40,8 +54,12 @@ class GgufValue {
   static GgufValue scalar_array(GgufType elem_type, const void* data, uint64_t n);
   static GgufValue string_array(std::vector<std::string> v);
   static GgufValue array_of_arrays(std::vector<GgufValue> v);  // each element an array
-  static GgufValue i32_array(const std::vector<int32_t>& v) { return scalar_array(GgufType::kI32, v.data(), v.size()); }
-  static GgufValue f32_array(const std::vector<float>& v) { return scalar_array(GgufType::kF32, v.data(), v.size()); }
+  static GgufValue i32_array(const std::vector<int32_t>& v) {
+    return scalar_array(GgufType::kI32, v.data(), v.size());
+  }
+  static GgufValue f32_array(const std::vector<float>& v) {
+    return scalar_array(GgufType::kF32, v.data(), v.size());
+  }
 
   GgufType type() const { return type_; }
   // For arrays: the element type and the count.
@@ -49,13 +67,27 @@ class GgufValue {
   uint64_t array_size() const;
 
   // Scalars (the caller has checked type()).
-  uint64_t as_u64_bits() const { uint64_t v = 0; std::memcpy(&v, scalar_, sizeof v); return v; }
-  template <typename T> T as() const { T v; std::memcpy(&v, scalar_, sizeof(T)); return v; }
+  uint64_t as_u64_bits() const {
+    uint64_t v = 0;
+    std::memcpy(&v, scalar_, sizeof v);
+    return v;
+  }
+  template <typename T>
+  T as() const {
+    T v;
+    std::memcpy(&v, scalar_, sizeof(T));
+    return v;
+  }
   const std::string& as_string() const { return str_; }
 
   // Arrays: raw little-endian elements for scalar arrays, strings, or nested arrays.
   const std::vector<uint8_t>& raw() const { return raw_; }
-  template <typename T> T raw_at(uint64_t i) const { T v; std::memcpy(&v, raw_.data() + i * sizeof(T), sizeof(T)); return v; }
+  template <typename T>
+  T raw_at(uint64_t i) const {
+    T v;
+    std::memcpy(&v, raw_.data() + i * sizeof(T), sizeof(T));
+    return v;
+  }
   const std::vector<std::string>& strings() const { return strings_; }
   const std::vector<GgufValue>& arrays() const { return arrays_; }
 

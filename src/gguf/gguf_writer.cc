@@ -26,7 +26,9 @@ class FileSink {
     offset_ += n;
   }
   template <typename T>
-  void put_scalar(T v) { put(&v, sizeof v); }
+  void put_scalar(T v) {
+    put(&v, sizeof v);
+  }
   void put_string(const std::string& s) {
     put_scalar<uint64_t>(s.size());
     put(s.data(), s.size());
@@ -67,7 +69,9 @@ class FileSink {
 void put_value(FileSink& out, const GgufValue& v, bool with_type) {
   if (with_type) out.put_scalar<uint32_t>(static_cast<uint32_t>(v.type()));
   switch (v.type()) {
-    case GgufType::kString: out.put_string(v.as_string()); return;
+    case GgufType::kString:
+      out.put_string(v.as_string());
+      return;
     case GgufType::kArray:
       out.put_scalar<uint32_t>(static_cast<uint32_t>(v.elem_type()));
       out.put_scalar<uint64_t>(v.array_size());
@@ -125,8 +129,8 @@ Status GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vecto
   for (const auto& t : tensors_) {
     if (t.name == name) return Status::errorf("duplicate tensor name {}", name);
   }
-  tensors_.push_back({name, type, std::move(shape), n / info.block_size * info.type_size,
-                      std::move(producer)});
+  tensors_.push_back(
+      {name, type, std::move(shape), n / info.block_size * info.type_size, std::move(producer)});
   return Status::ok();
 }
 

@@ -33,8 +33,8 @@ TEST(GgufWriterTest, RoundTripsEveryValueTypeAndTensors) {
   w.set("a.string", GgufValue::string("héllo\nworld"));
   w.set("a.strings", GgufValue::string_array({"x", "", "a longer string than fifteen bytes"}));
   w.set("a.f32s", GgufValue::f32_array({1.0f, -2.5f}));
-  w.set("a.nested", GgufValue::array_of_arrays({GgufValue::i32_array({1, 2, 3}),
-                                                GgufValue::string_array({"p", "q"})}));
+  w.set("a.nested", GgufValue::array_of_arrays(
+                        {GgufValue::i32_array({1, 2, 3}), GgufValue::string_array({"p", "q"})}));
   w.set_alignment(64);
   std::vector<float> t1(32 * 3);
   for (size_t i = 0; i < t1.size(); ++i) t1[i] = static_cast<float>(i) * 0.5f;

@@ -79,7 +79,8 @@ class Parser {
   // Lines are found by a binary search of their starts (every element records its place: a scan
   // from the start each time made a long generated grammar quadratic).
   int32_t line_of(size_t pos) const {
-    return static_cast<int32_t>(std::upper_bound(line_starts_.begin(), line_starts_.end(), pos) - line_starts_.begin());
+    return static_cast<int32_t>(std::upper_bound(line_starts_.begin(), line_starts_.end(), pos) -
+                                line_starts_.begin());
   }
   int32_t column_of(size_t pos) const {
     return static_cast<int32_t>(pos - line_starts_[static_cast<size_t>(line_of(pos)) - 1] + 1);
@@ -173,7 +174,8 @@ class Parser {
         skip_space(true);
         e.kind = GbnfElement::Kind::kGroup;
         // Groups nest by recursion: bounded, so a request's grammar cannot overflow the stack.
-        if (++depth_ > kMaxNesting) return fail(fmt::format("groups nested deeper than {}", kMaxNesting)), seq;
+        if (++depth_ > kMaxNesting)
+          return fail(fmt::format("groups nested deeper than {}", kMaxNesting)), seq;
         e.alts = alternatives(true);
         --depth_;
         if (!ok()) return seq;

@@ -146,7 +146,8 @@ TEST(GrammarTest, ExpansionIsBounded) {
 }
 
 TEST(GrammarTest, NestingIsBounded) {
-  const std::string deep = "root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')') + "\n";
+  const std::string deep =
+      "root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')') + "\n";
   EXPECT_NE(compile_error(deep).find("groups nested deeper than 100"), std::string::npos);
   const std::string ok = "root ::= " + std::string(50, '(') + "\"a\"" + std::string(50, ')') + "\n";
   EXPECT_EQ(compile_error(ok), "");

@@ -469,7 +469,8 @@ class RegexConverter {
       return fail<Atom>("'(?' groups other than (?: and (?<name> are not supported");
     }
     // Groups nest by recursion: bounded, so a request's pattern cannot overflow the stack.
-    if (++group_depth_ > kMaxGroupDepth) return fail<Atom>(fmt::format("groups nested deeper than {}", kMaxGroupDepth));
+    if (++group_depth_ > kMaxGroupDepth)
+      return fail<Atom>(fmt::format("groups nested deeper than {}", kMaxGroupDepth));
     const Alts alts = alternation(false);
     --group_depth_;
     if (!error_.empty()) return Atom{};

@@ -572,8 +572,10 @@ TEST(JsonSchemaTest, PatternNestingIsBounded) {
   const std::string deep = std::string(5000, '(') + "a" + std::string(5000, ')');
   auto g = json_schema_to_gbnf(nlohmann::json{{"type", "string"}, {"pattern", deep}});
   ASSERT_FALSE(g.has_value());
-  EXPECT_NE(g.status().message().find("nested deeper than 100"), std::string::npos) << g.status().message();
-  EXPECT_TRUE(json_schema_to_gbnf(nlohmann::json{{"type", "string"}, {"pattern", "((a|b)c)+"}}).has_value());
+  EXPECT_NE(g.status().message().find("nested deeper than 100"), std::string::npos)
+      << g.status().message();
+  EXPECT_TRUE(json_schema_to_gbnf(nlohmann::json{{"type", "string"}, {"pattern", "((a|b)c)+"}})
+                  .has_value());
 }
 
 }  // namespace

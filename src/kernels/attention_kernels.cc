@@ -12,8 +12,8 @@ namespace ponder {
 float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n);
 void weighted_rows_f16_ggml_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t n,
                                    int64_t dim, float* out, float* scratch);
-void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs,
-                                int64_t p_begin, int64_t p_end, int64_t dim, float* acc);
+void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t p_begin,
+                                int64_t p_end, int64_t dim, float* acc);
 void reduce_lanes_f16_avx512(const float* acc, int64_t dim, float* out);
 void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n);
 void dot_f16_heads_avx512(const uint16_t* x, const uint16_t* y, int n_y, int64_t n, float* out);
@@ -62,11 +62,9 @@ const AttentionKernels& attention_kernels_scalar() {
 
 const AttentionKernels* attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
-  static const AttentionKernels k{dot_f16_ggml_avx512, dot_f16_heads_avx512,
-                                  weighted_rows_f16_ggml_avx512,
-                                  accumulate_rows_f16_avx512,
-                                  reduce_lanes_f16_avx512,
-                                  scaled_to_f16_avx512};
+  static const AttentionKernels k{dot_f16_ggml_avx512,           dot_f16_heads_avx512,
+                                  weighted_rows_f16_ggml_avx512, accumulate_rows_f16_avx512,
+                                  reduce_lanes_f16_avx512,       scaled_to_f16_avx512};
   if (isa_supported(Isa::kAvx512)) return &k;
 #endif
   return nullptr;

@@ -29,7 +29,6 @@ struct AttentionKernels {
   void (*reduce_lanes_f16)(const float* acc, int64_t dim, float* out);
   // y[i] = f16(x[i] * scale), rounded to nearest even (fp32_to_fp16 of quant/half.h)
   void (*scaled_to_f16)(const float* x, float scale, uint16_t* y, int64_t n);
-
 };
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).

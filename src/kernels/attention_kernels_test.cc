@@ -78,7 +78,8 @@ TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
       std::vector<float> out_ref(dim), out_simd(dim), scratch(64 * dim);
       ref.weighted_rows_f16(rows.data(), probs.data(), n, dim, out_ref.data(), scratch.data());
       simd->weighted_rows_f16(rows.data(), probs.data(), n, dim, out_simd.data(), scratch.data());
-      ASSERT_EQ(std::memcmp(out_ref.data(), out_simd.data(), dim * 4), 0) << "dim=" << dim << " n=" << n;
+      ASSERT_EQ(std::memcmp(out_ref.data(), out_simd.data(), dim * 4), 0)
+          << "dim=" << dim << " n=" << n;
     }
   }
   // Several heads against one row.
@@ -95,15 +96,15 @@ TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
     }
   }
   // Rounding to f16: ties, values past f16's range, subnormal results, zeros, infinities.
-  std::vector<float> x = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 6e-8f, 3e-8f, 2.98e-8f,
-                          1e-10f, 1.0009765625f, 1.00048828125f, INFINITY, -INFINITY};
+  std::vector<float> x = {0.0f,          -0.0f,          65504.0f, 65520.0f, 1e6f,
+                          -1e6f,         6e-8f,          3e-8f,    2.98e-8f, 1e-10f,
+                          1.0009765625f, 1.00048828125f, INFINITY, -INFINITY};
   for (int i = 0; i < 1000; ++i) x.push_back(g(rng) * std::exp(4.0f * g(rng)));
   for (float scale : {1.0f, 0.37f, 1e-3f}) {
     std::vector<uint16_t> a(x.size()), b(x.size());
     ref.scaled_to_f16(x.data(), scale, a.data(), static_cast<int64_t>(x.size()));
     simd->scaled_to_f16(x.data(), scale, b.data(), static_cast<int64_t>(x.size()));
-    for (size_t i = 0; i < x.size(); ++i)
-      ASSERT_EQ(a[i], b[i]) << x[i] << " * " << scale;
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(a[i], b[i]) << x[i] << " * " << scale;
   }
 }
 

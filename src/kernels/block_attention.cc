@@ -15,33 +15,40 @@ namespace ponder {
 
 #if defined(PONDER_X86_KERNELS)
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
-void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
+                             float* out);
 void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                        float scale, SoftmaxState& st);
 void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
-void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
+                               float* out);
 void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp);
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st);
-void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
-                                   const BlockRows* next);
-void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows, int valid,
-                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
-                                    const BlockRows* next);
-void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                               float scale, SoftmaxState* st, const BlockRows* next);
-void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
-void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb);
-void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
-                                        int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st);
-void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
-                                            SoftmaxState* st);
-void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
-                                          const BlockRows* next);
+void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                   int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                   SoftmaxState* st, const BlockRows* next);
+void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                    int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                    SoftmaxState* st, const BlockRows* next);
+void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q,
+                               int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next);
+void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                                   uint16_t* kb);
+void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd,
+                                        int64_t hdp32, uint16_t* kb);
+void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid,
+                                        const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
+                                        float scale, SoftmaxState* st);
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows,
+                                            const uint16_t* const* vrows, int valid,
+                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
+                                            float scale, SoftmaxState* st);
+void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
+                                          const uint16_t* const* vrows, int valid,
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale,
+                                          SoftmaxState* st, const BlockRows* next);
 #endif
 
 float exp_nonpositive(float x) {
@@ -121,14 +128,16 @@ uint16_t bf16_of(float x) {
   return fp32_to_bf16(x);
 }
 
-void convert_block_bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+void convert_block_bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                        uint16_t* kb) {
   std::fill(kb, kb + kAttnBlock * hdp32, uint16_t{0});
   for (int p = 0; p < n; ++p) {
     for (int64_t i = 0; i < hd; ++i) kb[p * hdp32 + i] = bf16_of(fp16_to_fp32(rows[p][i]));
   }
 }
 
-void convert_block_q8_0_bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+void convert_block_q8_0_bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                             uint16_t* kb) {
   std::fill(kb, kb + kAttnBlock * hdp32, uint16_t{0});
   float group[kQK];
   for (int p = 0; p < n; ++p) {
@@ -139,9 +148,11 @@ void convert_block_q8_0_bf16(const uint8_t* const* rows, int n, int64_t hd, int6
   }
 }
 
-void attend_block_bf16(const uint16_t* kb, const float* v, const uint16_t* qb, int valid, int64_t hdp,
-                       int64_t hdp32, float scale, SoftmaxState& st) {
-  const auto pair = [](const uint16_t* e) { return static_cast<uint32_t>(e[0]) | static_cast<uint32_t>(e[1]) << 16; };
+void attend_block_bf16(const uint16_t* kb, const float* v, const uint16_t* qb, int valid,
+                       int64_t hdp, int64_t hdp32, float scale, SoftmaxState& st) {
+  const auto pair = [](const uint16_t* e) {
+    return static_cast<uint32_t>(e[0]) | static_cast<uint32_t>(e[1]) << 16;
+  };
   float s[kAttnBlock] = {};
   for (int p = 0; p < valid; ++p) {
     float lanes[16] = {};
@@ -162,14 +173,16 @@ uint32_t bf16_pair(const uint16_t* x, int64_t i, int64_t n) {
 }
 
 // One block (valid 1..16) of the bf16-cache variant.
-void attend_one_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
-                         int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) {
+void attend_one_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                             const uint16_t* qb, int64_t hd, int64_t hdp32, float scale,
+                             SoftmaxState& st) {
   float s[kAttnBlock] = {};
   for (int p = 0; p < valid; ++p) {
     float lanes[16] = {};
     for (int64_t c = 0; c < hdp32; c += 32) {
       for (int j = 0; j < 16; ++j) {
-        lanes[j] = vdpbf16ps_lane(lanes[j], bf16_pair(krows[p], c + 2 * j, hd), bf16_pair(qb, c + 2 * j, hdp32));
+        lanes[j] = vdpbf16ps_lane(lanes[j], bf16_pair(krows[p], c + 2 * j, hd),
+                                  bf16_pair(qb, c + 2 * j, hdp32));
       }
     }
     s[p] = tree16(lanes) * scale;
@@ -177,21 +190,25 @@ void attend_one_block_bf16kv(const uint16_t* const* krows, const uint16_t* const
   float e[kAttnBlock];
   softmax_step(s, valid, (hd + 15) / 16 * 16, st, e);
   for (int k = 0; 2 * k < valid; ++k) {
-    const uint32_t w = bf16_of(e[2 * k]) | static_cast<uint32_t>(bf16_of(e[2 * k + 1])) << 16;  // e is 0 past valid
+    const uint32_t w = bf16_of(e[2 * k]) | static_cast<uint32_t>(bf16_of(e[2 * k + 1]))
+                                               << 16;  // e is 0 past valid
     for (int64_t i = 0; i < hd; ++i) {
-      const uint32_t vp = static_cast<uint32_t>(vrows[2 * k][i]) |
-                          (2 * k + 1 < valid ? static_cast<uint32_t>(vrows[2 * k + 1][i]) << 16 : 0u);
+      const uint32_t vp =
+          static_cast<uint32_t>(vrows[2 * k][i]) |
+          (2 * k + 1 < valid ? static_cast<uint32_t>(vrows[2 * k + 1][i]) << 16 : 0u);
       st.acc[i] = vdpbf16ps_lane(st.acc[i], vp, w);
     }
   }
 }
 
 // A step of up to 32 positions: its blocks in turn.
-void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
-                         int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) {
+void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                         const uint16_t* qb, int64_t hd, int64_t hdp32, float scale,
+                         SoftmaxState& st) {
   attend_one_block_bf16kv(krows, vrows, std::min(valid, kAttnBlock), qb, hd, hdp32, scale, st);
   if (valid > kAttnBlock) {
-    attend_one_block_bf16kv(krows + kAttnBlock, vrows + kAttnBlock, valid - kAttnBlock, qb, hd, hdp32, scale, st);
+    attend_one_block_bf16kv(krows + kAttnBlock, vrows + kAttnBlock, valid - kAttnBlock, qb, hd,
+                            hdp32, scale, st);
   }
 }
 
@@ -206,7 +223,8 @@ void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
 void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out) {
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t u = std::bit_cast<uint32_t>(x[i]);
-    const uint32_t f = (u & 0x7f800000u) == 0 ? u & 0x80000000u : u;  // subnormals to a zero of their sign
+    const uint32_t f =
+        (u & 0x7f800000u) == 0 ? u & 0x80000000u : u;  // subnormals to a zero of their sign
     const uint32_t nan = (f >> 16) | 0x40u, rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
     out[i] = static_cast<uint16_t>((f & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
   }
@@ -253,9 +271,9 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k = [] {
-    BlockAttentionKernels t = with_scalar_bf16({convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512,
-                                                fold_avx512, attend_block_f16_group_avx512, attend_block_q8_0_group_avx512,
-                                                attend_block_group_avx512});
+    BlockAttentionKernels t = with_scalar_bf16(
+        {convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
+         attend_block_f16_group_avx512, attend_block_q8_0_group_avx512, attend_block_group_avx512});
     if (cpu_features().avx512bf16) {
       t.convert_block_bf16 = convert_block_bf16_avx512bf16;
       t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16_avx512bf16;

@@ -8,8 +8,8 @@
 //     d = j, j + 16, j + 32, ...; then r8[j] = acc_j + acc_{j+8}, r4[j] = r8[j] + r8[j+4],
 //     r2[j] = r4[j] + r4[j+2], dot = r2[0] + r2[1] (tree16)
 //   s[p] = dot(K[p], q) * scale for the block's first `valid` positions
-//   m' = max(m, max s); c = exp_nonpositive(m - m') (0 if m = -inf); e[p] = exp_nonpositive(s[p] - m')
-//   l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
+//   m' = max(m, max s); c = exp_nonpositive(m - m') (0 if m = -inf); e[p] = exp_nonpositive(s[p] -
+//   m') l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
 //     acc[i] = fma(e[p], V[p][i], acc[i]) for p = 0 .. valid - 1 in order
 //
 // The bf16-scores variant (block_attention_kernels().attend_block_bf16_group where AVX512_BF16 runs
@@ -18,20 +18,22 @@
 // after the scores as above:
 //   bf16(x): f32 rounded to nearest even on the 16 dropped bits (NaN quiet, subnormals to a zero of
 //     their sign); kb and qb are [hdp32] rows (hd rounded up to 32, zeros past hd)
-//   dot(kb, qb): lane j (0..15) chains acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of qb)
-//     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1), then tree16
+//   dot(kb, qb): lane j (0..15) chains acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of
+//   qb)
+//     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1), then
+//     tree16
 //
-// The bf16-cache variant (K and V stored as bf16 rows, `--cache-type-k/-v bf16`) takes the scores of
-// the bf16 variant straight from the K rows, the softmax step as above, and sums V by vdpbf16ps over
-// pairs of positions with the weights rounded to bf16 (l keeps their f32 sum):
+// The bf16-cache variant (K and V stored as bf16 rows, `--cache-type-k/-v bf16`) takes the scores
+// of the bf16 variant straight from the K rows, the softmax step as above, and sums V by vdpbf16ps
+// over pairs of positions with the weights rounded to bf16 (l keeps their f32 sum):
 //   for k = 0 .. ceil(valid / 2) - 1, for each column i: vp = (V[2k][i], V[2k + 1][i]) (zero for
 //     the row 2k + 1 = valid); acc[i] = vdpbf16ps_lane(acc[i], vp, (bf16(e[2k]), bf16(e[2k + 1])))
 // Its kernels take steps of up to 32 positions (kAttnStepBf16): two blocks in turn, the bits of two
 // calls, with the second block's scores and softmax step computed before the first block's V sums,
 // and each accumulator loaded and stored once for both. (Session 18: one softmax step over the 32
-// positions, a new order, was only a little faster and moved top-1 rows of Q2_K past the exact rule.)
-// (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the golden
-// files and cost twice the instructions.)
+// positions, a new order, was only a little faster and moved top-1 rows of Q2_K past the exact
+// rule.) (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the
+// golden files and cost twice the instructions.)
 //
 // Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
@@ -40,7 +42,7 @@
 
 namespace ponder {
 
-inline constexpr int kAttnBlock = 16;  // KV positions per block of the block order
+inline constexpr int kAttnBlock = 16;     // KV positions per block of the block order
 inline constexpr int kAttnStepBf16 = 32;  // positions per kernel call of the bf16-cache variant
 
 // exp(x) for x <= 0 (or -inf): ggml's range reduction and degree-5 polynomial (expf_ggml),
@@ -50,8 +52,8 @@ float exp_nonpositive(float x);
 
 // The online-softmax state of one query vector over some positions.
 struct SoftmaxState {
-  float m;    // running max of the scores (-inf: no position yet)
-  float l;    // sum of exp(s - m)
+  float m;     // running max of the scores (-inf: no position yet)
+  float l;     // sum of exp(s - m)
   float* acc;  // [hdp] sum of exp(s - m) * V
 };
 
@@ -71,7 +73,8 @@ struct BlockAttentionKernels {
   void (*convert_block)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
   // The same from Q8_0 rows (hd / 32 blocks of 34 bytes: f16 scale d, 32 int8 q; hd a multiple
   // of 32, so hdp = hd): out[p * hdp + i] = f32(d) * q, one rounding, the same in every ISA.
-  void (*convert_block_q8_0)(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
+  void (*convert_block_q8_0)(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
+                             float* out);
   // One query vector q [hdp] (zeros past hd) against a converted block's first `valid` (1..16)
   // positions: k and v [16][hdp]; updates st as the header describes.
   void (*attend_block)(const float* k, const float* v, const float* q, int valid, int64_t hdp,
@@ -84,49 +87,55 @@ struct BlockAttentionKernels {
   // straight from the rows (no f32 copy); st[i] ends with the bits that convert_block of K and V,
   // then attend_block for query i, give. Needs hd == hdp, a multiple of 64, at most 256.
   // next, when not null, is the following block (as attend_block_bf16kv_group's).
-  void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                 const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
-                                 const BlockRows* next) = nullptr;
+  void (*attend_block_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                 int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                 SoftmaxState* st, const BlockRows* next) = nullptr;
   // The same straight from Q8_0 rows (hd / 32 blocks of 34 bytes each), K and V both: the bits of
   // convert_block_q8_0 of K and V, then attend_block for query i; hd == hdp, a multiple of 64, at
   // most 256. nullptr where not built.
-  void (*attend_block_q8_0_group)(const uint8_t* const* krows, const uint8_t* const* vrows, int valid, const float* q,
-                                  int n_q, int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next) = nullptr;
+  void (*attend_block_q8_0_group)(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                  int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                  SoftmaxState* st, const BlockRows* next) = nullptr;
   // The same for a block already converted to f32 (k and v [16][hdp], hdp a multiple of 16), as
   // attend_block for each of the n_q queries (which all see its first `valid` positions) in turn
   // would leave them, each K and V vector loaded once for several queries (prompts: the query heads
   // of one row). nullptr where not built. next as attend_block_f16_group's.
-  void (*attend_block_group)(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                             float scale, SoftmaxState* st, const BlockRows* next) = nullptr;
+  void (*attend_block_group)(const float* k, const float* v, int valid, const float* q, int n_q,
+                             int64_t hdp, float scale, SoftmaxState* st,
+                             const BlockRows* next) = nullptr;
 
   // The bf16-scores variant (header). kb [16][hdp32] bf16 rows: bf16 of a block's f16 or Q8_0 rows
   // for p < n, zeros past hd and for the rows p in [n, 16).
-  void (*convert_block_bf16)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) = nullptr;
+  void (*convert_block_bf16)(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                             uint16_t* kb) = nullptr;
   void (*convert_block_q8_0_bf16)(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32,
                                   uint16_t* kb) = nullptr;
   // One query vector qb [hdp32] (bf16) against a block: scores from kb, then attend_block's steps
   // with v [16][hdp] f32. Always built (the scalar reference where nothing faster is).
-  void (*attend_block_bf16)(const uint16_t* kb, const float* v, const uint16_t* qb, int valid, int64_t hdp,
-                            int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
+  void (*attend_block_bf16)(const uint16_t* kb, const float* v, const uint16_t* qb, int valid,
+                            int64_t hdp, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
   // n_q query vectors qb [n_q][hdp32] that see the same `valid` positions, as attend_block_bf16 for
   // each in turn would leave them; V from an f32 block [16][hdp] or (f16 form, hd == hdp a multiple
   // of 64) straight from the f16 rows. nullptr where not built (no AVX512_BF16).
-  void (*attend_block_bf16_group)(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb, int n_q,
-                                  int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
+  void (*attend_block_bf16_group)(const uint16_t* const* krows, const float* v, int valid,
+                                  const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
+                                  float scale, SoftmaxState* st) = nullptr;
   // The bf16-cache variant (header) for one query vector qb [hdp32]: krows and vrows a step's (up
   // to 32) bf16 rows of hd values (the first `valid`, 1..32, are read: two blocks in turn). Always
   // built (the scalar reference).
-  void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
-                              int64_t hd, int64_t hdp32, float scale, SoftmaxState& st) = nullptr;
+  void (*attend_block_bf16kv)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
+                              const uint16_t* qb, int64_t hd, int64_t hdp32, float scale,
+                              SoftmaxState& st) = nullptr;
   // The same for n_q query vectors qb [n_q][hd] that see the same `valid` (1..32) positions, each
   // K and V vector loaded once for all of them; hd a multiple of 32, at most 256. next, when not
   // null, is the following step (32 full K and V rows): its lines are prefetched a few at a time
   // while this step computes (a hint, the bits never depend on it). nullptr where not built.
-  void (*attend_block_bf16kv_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                    const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
-                                    const BlockRows* next) = nullptr;
-  void (*attend_block_bf16_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows, int valid, const uint16_t* qb,
-                                      int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
+  void (*attend_block_bf16kv_group)(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                    int valid, const uint16_t* qb, int n_q, int64_t hd, float scale,
+                                    SoftmaxState* st, const BlockRows* next) = nullptr;
+  void (*attend_block_bf16_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                      int valid, const uint16_t* qb, int n_q, int64_t hdp,
+                                      int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 };
 
 // Whether kern's grouped bf16-cache kernel is built and takes this head size.
@@ -139,7 +148,8 @@ void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out);
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).
 const BlockAttentionKernels& block_attention_kernels();
-// The scalar reference, and where compiled and supported the AVX2 and AVX-512 versions (else nullptr).
+// The scalar reference, and where compiled and supported the AVX2 and AVX-512 versions (else
+// nullptr).
 const BlockAttentionKernels& block_attention_kernels_scalar();
 const BlockAttentionKernels* block_attention_kernels_avx2();
 const BlockAttentionKernels* block_attention_kernels_avx512();

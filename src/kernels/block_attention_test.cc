@@ -45,8 +45,10 @@ struct Case {
     std::normal_distribution<float> g(0.0f, 1.0f);
     k.assign(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
     v = k;
-    for (auto& row : k) for (auto& e : row) e = fp32_to_fp16(3.0f * g(rng));
-    for (auto& row : v) for (auto& e : row) e = fp32_to_fp16(g(rng));
+    for (auto& row : k)
+      for (auto& e : row) e = fp32_to_fp16(3.0f * g(rng));
+    for (auto& row : v)
+      for (auto& e : row) e = fp32_to_fp16(g(rng));
     q.assign(static_cast<size_t>(hdp), 0.0f);
     for (int64_t i = 0; i < hd; ++i) q[static_cast<size_t>(i)] = g(rng);
   }
@@ -69,7 +71,8 @@ struct Case {
       kern.attend_block(kf.data(), vf.data(), q.data(), nb, hdp, scale, st);
     }
     std::vector<float> out(static_cast<size_t>(hd));
-    for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] = acc[static_cast<size_t>(i)] * (1.0f / st.l);
+    for (int64_t i = 0; i < hd; ++i)
+      out[static_cast<size_t>(i)] = acc[static_cast<size_t>(i)] * (1.0f / st.l);
     for (int64_t i = hd; i < hdp; ++i) EXPECT_EQ(acc[static_cast<size_t>(i)], 0.0f);
     return out;
   }
@@ -79,7 +82,8 @@ struct Case {
     double mx = -INFINITY;
     for (size_t p = 0; p < k.size(); ++p) {
       double d = 0;
-      for (int64_t i = 0; i < hd; ++i) d += double(q[static_cast<size_t>(i)]) * fp16_to_fp32(k[p][static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < hd; ++i)
+        d += double(q[static_cast<size_t>(i)]) * fp16_to_fp32(k[p][static_cast<size_t>(i)]);
       s[p] = d * scale;
       mx = std::max(mx, s[p]);
     }
@@ -87,7 +91,8 @@ struct Case {
     for (double& e : s) sum += (e = std::exp(e - mx));
     std::vector<double> out(static_cast<size_t>(hd), 0.0);
     for (size_t p = 0; p < k.size(); ++p) {
-      for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] += s[p] * fp16_to_fp32(v[p][static_cast<size_t>(i)]) / sum;
+      for (int64_t i = 0; i < hd; ++i)
+        out[static_cast<size_t>(i)] += s[p] * fp16_to_fp32(v[p][static_cast<size_t>(i)]) / sum;
     }
     return out;
   }
@@ -101,7 +106,8 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
       const std::vector<float> want = c.run(block_attention_kernels_scalar(), scale);
       const std::vector<double> exact = c.exact(scale);
-      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], exact[i], 2e-5) << hd << " " << n;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(want[i], exact[i], 2e-5) << hd << " " << n;
       for (const BlockAttentionKernels* kern : all_kernels()) {
         const std::vector<float> got = c.run(*kern, scale);
         ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
@@ -118,8 +124,10 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
 struct GroupStates {
   std::vector<float> acc;
   std::vector<SoftmaxState> st;
-  GroupStates(int n_q, int64_t hd) : acc(static_cast<size_t>(n_q * hd), 0.0f), st(static_cast<size_t>(n_q)) {
-    for (int i = 0; i < n_q; ++i) st[static_cast<size_t>(i)] = {-INFINITY, 0.0f, acc.data() + i * hd};
+  GroupStates(int n_q, int64_t hd)
+      : acc(static_cast<size_t>(n_q * hd), 0.0f), st(static_cast<size_t>(n_q)) {
+    for (int i = 0; i < n_q; ++i)
+      st[static_cast<size_t>(i)] = {-INFINITY, 0.0f, acc.data() + i * hd};
   }
 };
 
@@ -157,20 +165,26 @@ const ponder::BlockRows* rows_ahead(const std::vector<std::vector<uint16_t>>& k,
 
 // The block after b0 where it is full; the bf16-cache kernel's next step (32 rows) from b0.
 const ponder::BlockRows* next_block(const std::vector<std::vector<uint16_t>>& k,
-                                    const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
+                                    const std::vector<std::vector<uint16_t>>& v, int b0,
+                                    ponder::BlockRows& out) {
   return rows_ahead(k, v, b0 + kAttnBlock, kAttnBlock, out);
 }
 const ponder::BlockRows* next_step(const std::vector<std::vector<uint16_t>>& k,
-                                   const std::vector<std::vector<uint16_t>>& v, int b0, ponder::BlockRows& out) {
+                                   const std::vector<std::vector<uint16_t>>& v, int b0,
+                                   ponder::BlockRows& out) {
   return rows_ahead(k, v, b0, kAttnStepBf16, out);
 }
 
 // got's states carry want's bits.
-void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd, const std::string& what) {
+void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd,
+                        const std::string& what) {
   for (size_t i = 0; i < want.st.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&got.st[i].m, &want.st[i].m, sizeof(float)), 0) << what << ", query " << i;
-    ASSERT_EQ(std::memcmp(&got.st[i].l, &want.st[i].l, sizeof(float)), 0) << what << ", query " << i;
-    ASSERT_EQ(std::memcmp(got.st[i].acc, want.st[i].acc, static_cast<size_t>(hd) * sizeof(float)), 0)
+    ASSERT_EQ(std::memcmp(&got.st[i].m, &want.st[i].m, sizeof(float)), 0)
+        << what << ", query " << i;
+    ASSERT_EQ(std::memcmp(&got.st[i].l, &want.st[i].l, sizeof(float)), 0)
+        << what << ", query " << i;
+    ASSERT_EQ(std::memcmp(got.st[i].acc, want.st[i].acc, static_cast<size_t>(hd) * sizeof(float)),
+              0)
         << what << ", query " << i;
   }
 }
@@ -178,7 +192,8 @@ void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t
 TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
   std::vector<const BlockAttentionKernels*> fused;
   for (const BlockAttentionKernels* kern : all_kernels()) {
-    if (kern->attend_block_f16_group != nullptr || kern->attend_block_group != nullptr) fused.push_back(kern);
+    if (kern->attend_block_f16_group != nullptr || kern->attend_block_group != nullptr)
+      fused.push_back(kern);
   }
   if (fused.empty()) GTEST_SKIP() << "no grouped kernel on this CPU";
   const BlockAttentionKernels& ref = block_attention_kernels_scalar();
@@ -202,21 +217,27 @@ TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
               ref.convert_block(b.k, b.nb, hd, hd, kf.data());
               ref.convert_block(b.v, b.nb, hd, hd, vf.data());
               for (int i = 0; i < n_q; ++i) {
-                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, b.valid, hd, scale, want.st[static_cast<size_t>(i)]);
+                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, b.valid, hd, scale,
+                                 want.st[static_cast<size_t>(i)]);
               }
               ponder::BlockRows rows;
               const ponder::BlockRows* next = next_block(c.k, c.v, b0, rows);
               if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) {
-                kern->attend_block_f16_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale, got.st.data(), next);
+                kern->attend_block_f16_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale,
+                                             got.st.data(), next);
               }
               if (kern->attend_block_group != nullptr) {
-                kern->attend_block_group(kf.data(), vf.data(), b.valid, q.data(), n_q, hd, scale, got32.st.data(), next);
+                kern->attend_block_group(kf.data(), vf.data(), b.valid, q.data(), n_q, hd, scale,
+                                         got32.st.data(), next);
               }
             }
-            const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
-                                     std::to_string(n_q) + " queries, cut " + std::to_string(cut);
-            if (kern->attend_block_f16_group != nullptr && hd % 64 == 0) expect_same_states(got, want, hd, "f16 rows, " + what);
-            if (kern->attend_block_group != nullptr) expect_same_states(got32, want, hd, "f32 block, " + what);
+            const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
+                                     " positions, " + std::to_string(n_q) + " queries, cut " +
+                                     std::to_string(cut);
+            if (kern->attend_block_f16_group != nullptr && hd % 64 == 0)
+              expect_same_states(got, want, hd, "f16 rows, " + what);
+            if (kern->attend_block_group != nullptr)
+              expect_same_states(got32, want, hd, "f32 block, " + what);
           }
         }
       }
@@ -240,12 +261,14 @@ TEST(BlockAttentionTest, FoldIsFmaOfTheScaledRunInEveryIsa) {
 
 // n Q8_0 rows of hd values (34-byte blocks: f16 scale in [-0.1, 0.1], 32 random int8).
 std::vector<std::vector<uint8_t>> random_q8_0_rows(int n, int64_t hd, std::mt19937& rng) {
-  std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(n), std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
+  std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(n),
+                                         std::vector<uint8_t>(static_cast<size_t>(hd / 32 * 34)));
   for (auto& row : rows) {
     for (int64_t b = 0; b < hd / 32; ++b) {
       const uint16_t d = fp32_to_fp16(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng));
       std::memcpy(&row[static_cast<size_t>(b * 34)], &d, 2);
-      for (int i = 0; i < 32; ++i) row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
+      for (int i = 0; i < 32; ++i)
+        row[static_cast<size_t>(b * 34 + 2 + i)] = static_cast<uint8_t>(rng());
     }
   }
   return rows;
@@ -261,7 +284,8 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   for (int64_t hd : {128, 64, 256}) {
     for (int n : {1, 7, 16, 33, 300}) {
-      const std::vector<std::vector<uint8_t>> k = random_q8_0_rows(n, hd, rng), v = random_q8_0_rows(n, hd, rng);
+      const std::vector<std::vector<uint8_t>> k = random_q8_0_rows(n, hd, rng),
+                                              v = random_q8_0_rows(n, hd, rng);
       for (int n_q : {1, 5, 6, 7, 13}) {
         for (int cut : {0, 3}) {
           std::vector<float> q(static_cast<size_t>(n_q * hd));
@@ -284,7 +308,8 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
               ref.convert_block_q8_0(kr, nb, hd, hd, kf.data());
               ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
               for (int i = 0; i < n_q; ++i) {
-                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale, want.st[static_cast<size_t>(i)]);
+                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale,
+                                 want.st[static_cast<size_t>(i)]);
               }
               ponder::BlockRows next;
               const bool full_next = b0 + 32 <= n;
@@ -299,8 +324,9 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
                                             full_next ? &next : nullptr);
             }
             expect_same_states(got, want, hd,
-                               "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
-                                   std::to_string(n_q) + " queries, cut " + std::to_string(cut));
+                               "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
+                                   " positions, " + std::to_string(n_q) + " queries, cut " +
+                                   std::to_string(cut));
           }
         }
       }
@@ -329,7 +355,8 @@ TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
               std::memcpy(&d, blk, 2);
               want = fp16_to_fp32(d) * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
             }
-            ASSERT_EQ(out[static_cast<size_t>(p * hd + i)], want) << "hd " << hd << " n " << n << " p " << p << " i " << i;
+            ASSERT_EQ(out[static_cast<size_t>(p * hd + i)], want)
+                << "hd " << hd << " n " << n << " p " << p << " i " << i;
           }
         }
       }
@@ -339,7 +366,8 @@ TEST(BlockAttentionTest, Q8_0BlocksConvertToScaleTimesCodeInEveryIsa) {
 
 // The bf16-scores variant. Rounding: nearest even, NaN quiet, subnormals to signed zero.
 TEST(BlockAttentionTest, Bf16RoundingIsNearestEvenWithSubnormalsFlushed) {
-  const float x[] = {1.0f, 1.00390625f, 1.005859375f, -3.14159f, 0x1p-130f, -0x1p-140f, 0x1p-126f, 65504.0f};
+  const float x[] = {1.0f,      1.00390625f, 1.005859375f, -3.14159f,
+                     0x1p-130f, -0x1p-140f,  0x1p-126f,    65504.0f};
   uint16_t out[10];
   round_to_bf16(x, 8, 10, out);
   EXPECT_EQ(out[0], 0x3f80);
@@ -363,9 +391,11 @@ TEST(BlockAttentionTest, Bf16RoundingIsNearestEvenWithSubnormalsFlushed) {
     many[i] = std::bit_cast<float>(u);
   }
   std::vector<uint16_t> got(many.size());
-  round_to_bf16(many.data(), static_cast<int64_t>(many.size()), static_cast<int64_t>(many.size()), got.data());
+  round_to_bf16(many.data(), static_cast<int64_t>(many.size()), static_cast<int64_t>(many.size()),
+                got.data());
   for (size_t i = 0; i < many.size(); ++i) {
-    const float f = std::fpclassify(many[i]) == FP_SUBNORMAL ? std::copysign(0.0f, many[i]) : many[i];
+    const float f =
+        std::fpclassify(many[i]) == FP_SUBNORMAL ? std::copysign(0.0f, many[i]) : many[i];
     ASSERT_EQ(got[i], fp32_to_bf16(f)) << std::hex << std::bit_cast<uint32_t>(many[i]);
   }
 }
@@ -378,7 +408,8 @@ TEST(BlockAttentionTest, Bf16BlocksConvertAsTheReferenceInEveryIsa) {
   for (int64_t hd : {128, 80, 64}) {
     const int64_t hdp32 = (hd + 31) / 32 * 32;
     for (int n : {1, 7, 16}) {
-      std::vector<std::vector<uint16_t>> rows(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
+      std::vector<std::vector<uint16_t>> rows(static_cast<size_t>(n),
+                                              std::vector<uint16_t>(static_cast<size_t>(hd)));
       for (auto& row : rows)
         for (auto& e : row) e = fp32_to_fp16(g(rng));
       rows[0][0] = fp32_to_fp16(0x1p-20f);  // an f16 subnormal, a normal f32
@@ -392,7 +423,8 @@ TEST(BlockAttentionTest, Bf16BlocksConvertAsTheReferenceInEveryIsa) {
       std::vector<uint16_t> want(static_cast<size_t>(16 * hdp32), 7), want_q8(want);
       ref.convert_block_bf16(rp, n, hd, hdp32, want.data());
       if (hd % 32 == 0) ref.convert_block_q8_0_bf16(qp, n, hd, hdp32, want_q8.data());
-      EXPECT_EQ(want[static_cast<size_t>(hd - 1)], fp32_to_bf16(fp16_to_fp32(rows[0][static_cast<size_t>(hd - 1)])));
+      EXPECT_EQ(want[static_cast<size_t>(hd - 1)],
+                fp32_to_bf16(fp16_to_fp32(rows[0][static_cast<size_t>(hd - 1)])));
       for (const BlockAttentionKernels* kern : all_kernels()) {
         std::vector<uint16_t> got(static_cast<size_t>(16 * hdp32), 7), got_q8(got);
         kern->convert_block_bf16(rp, n, hd, hdp32, got.data());
@@ -421,7 +453,8 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
           std::vector<float> q(static_cast<size_t>(n_q * hd));
           for (float& e : q) e = g(rng);
           std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
-          for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          for (int i = 0; i < n_q; ++i)
+            round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<uint16_t> kb(static_cast<size_t>(16 * hdp32));
           std::vector<float> vf(static_cast<size_t>(16 * hd));
@@ -437,28 +470,33 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
             if (b0 == 0 && n_q == 1 && cut == 0) {
               // A one-position block leaves m = its score: the double dot of the rounded values.
               GroupStates one(1, hd);
-              ref.attend_block_bf16(kb.data(), vf.data(), qb.data(), 1, hd, hdp32, scale, one.st[0]);
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data(), 1, hd, hdp32, scale,
+                                    one.st[0]);
               double dot = 0;
               for (int64_t i = 0; i < hd; ++i) {
-                dot += static_cast<double>(bf16_to_fp32(kb[static_cast<size_t>(i)])) * bf16_to_fp32(qb[static_cast<size_t>(i)]);
+                dot += static_cast<double>(bf16_to_fp32(kb[static_cast<size_t>(i)])) *
+                       bf16_to_fp32(qb[static_cast<size_t>(i)]);
               }
               EXPECT_NEAR(one.st[0].m, dot * scale, 1e-4 * (1 + std::fabs(dot))) << "hd " << hd;
             }
             for (int i = 0; i < n_q; ++i) {
-              ref.attend_block_bf16(kb.data(), vf.data(), qb.data() + i * hdp32, b.valid, hd, hdp32, scale,
-                                    want.st[static_cast<size_t>(i)]);
+              ref.attend_block_bf16(kb.data(), vf.data(), qb.data() + i * hdp32, b.valid, hd, hdp32,
+                                    scale, want.st[static_cast<size_t>(i)]);
             }
             if (simd == nullptr) continue;
             const uint16_t* kr[16];
             for (int p = 0; p < 16; ++p) kr[p] = kb.data() + p * hdp32;
-            simd->attend_block_bf16_group(kr, vf.data(), b.valid, qb.data(), n_q, hd, hdp32, scale, got.st.data());
+            simd->attend_block_bf16_group(kr, vf.data(), b.valid, qb.data(), n_q, hd, hdp32, scale,
+                                          got.st.data());
             if (hd % 64 == 0) {
-              simd->attend_block_bf16_f16_group(kr, b.v, b.valid, qb.data(), n_q, hd, hdp32, scale, got16.st.data());
+              simd->attend_block_bf16_f16_group(kr, b.v, b.valid, qb.data(), n_q, hd, hdp32, scale,
+                                                got16.st.data());
             }
           }
           if (simd == nullptr) continue;
-          const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
-                                   std::to_string(n_q) + " queries, cut " + std::to_string(cut);
+          const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
+                                   " positions, " + std::to_string(n_q) + " queries, cut " +
+                                   std::to_string(cut);
           expect_same_states(got, want, hd, "f32 V, " + what);
           if (hd % 64 == 0) expect_same_states(got16, want, hd, "f16 V, " + what);
         }
@@ -466,7 +504,6 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
     }
   }
 }
-
 
 // A bf16 cache (K and V rows of bf16): the reference is attention of the rounded values (against
 // double, over whole sequences), and every ISA's grouped kernel gives its bits, with full and
@@ -481,18 +518,23 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
         for (int cut : {0, 3}) {
           std::mt19937 rng(seed++);
           std::normal_distribution<float> g(0.0f, 1.0f);
-          std::vector<std::vector<uint16_t>> k(static_cast<size_t>(n), std::vector<uint16_t>(static_cast<size_t>(hd)));
+          std::vector<std::vector<uint16_t>> k(static_cast<size_t>(n),
+                                               std::vector<uint16_t>(static_cast<size_t>(hd)));
           std::vector<std::vector<uint16_t>> v = k;
-          for (auto& row : k) for (auto& e : row) e = fp32_to_bf16(3.0f * g(rng));
-          for (auto& row : v) for (auto& e : row) e = fp32_to_bf16(g(rng));
+          for (auto& row : k)
+            for (auto& e : row) e = fp32_to_bf16(3.0f * g(rng));
+          for (auto& row : v)
+            for (auto& e : row) e = fp32_to_bf16(g(rng));
           std::vector<float> q(static_cast<size_t>(n_q * hd));
           for (float& e : q) e = g(rng);
           std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
-          for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          for (int i = 0; i < n_q; ++i)
+            round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           GroupStates want(n_q, hd), got(n_q, hd);
           int last_valid = 0;
-          // Steps of up to 32 positions (kAttnStepBf16), some of 16 between them, the last cut short.
+          // Steps of up to 32 positions (kAttnStepBf16), some of 16 between them, the last cut
+          // short.
           for (int b0 = 0; b0 < n;) {
             const int nb = std::min(b0 % 3 == 2 ? 16 : kAttnStepBf16, n - b0);
             const int valid = b0 + nb >= n ? std::max(1, nb - cut) : nb;
@@ -504,14 +546,16 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
               vr[p] = v[static_cast<size_t>(b0 + p)].data();
             }
             for (int i = 0; i < n_q; ++i) {
-              ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale, want.st[static_cast<size_t>(i)]);
+              ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale,
+                                      want.st[static_cast<size_t>(i)]);
             }
             ponder::BlockRows rows;
             const ponder::BlockRows* next = next_step(k, v, b0 + nb, rows);
             b0 += nb;
             for (const BlockAttentionKernels* kern : all_kernels()) {
               if (kern->attend_block_bf16kv_group != nullptr && hd % 32 == 0) {
-                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale, got.st.data(), next);
+                kern->attend_block_bf16kv_group(kr, vr, valid, qb.data(), n_q, hd, scale,
+                                                got.st.data(), next);
               }
             }
           }
@@ -523,7 +567,8 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             for (int p = 0; p < last_valid; ++p) {
               double d = 0;
               for (int64_t j = 0; j < hd; ++j) {
-                d += double(bf16_to_fp32(qb[static_cast<size_t>(i * hdp32 + j)])) * bf16_to_fp32(k[static_cast<size_t>(p)][static_cast<size_t>(j)]);
+                d += double(bf16_to_fp32(qb[static_cast<size_t>(i * hdp32 + j)])) *
+                     bf16_to_fp32(k[static_cast<size_t>(p)][static_cast<size_t>(j)]);
               }
               mx = std::max(mx, s[static_cast<size_t>(p)] = d * scale);
             }
@@ -531,15 +576,21 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             const SoftmaxState& st = want.st[static_cast<size_t>(i)];
             for (int64_t j = 0; j < hd; ++j) {
               double o = 0;
-              for (int p = 0; p < last_valid; ++p) o += s[static_cast<size_t>(p)] * bf16_to_fp32(v[static_cast<size_t>(p)][static_cast<size_t>(j)]);
-              ASSERT_NEAR(st.acc[j] / st.l, o / sum, 1e-2) << "hd " << hd << " n " << n << " query " << i << " column " << j;
+              for (int p = 0; p < last_valid; ++p)
+                o += s[static_cast<size_t>(p)] *
+                     bf16_to_fp32(v[static_cast<size_t>(p)][static_cast<size_t>(j)]);
+              ASSERT_NEAR(st.acc[j] / st.l, o / sum, 1e-2)
+                  << "hd " << hd << " n " << n << " query " << i << " column " << j;
             }
           }
           bool grouped = false;
-          for (const BlockAttentionKernels* kern : all_kernels()) grouped |= kern->attend_block_bf16kv_group != nullptr;
+          for (const BlockAttentionKernels* kern : all_kernels())
+            grouped |= kern->attend_block_bf16kv_group != nullptr;
           if (!grouped || hd % 32 != 0) continue;
-          expect_same_states(got, want, hd, "head_dim " + std::to_string(hd) + ", " + std::to_string(n) + " positions, " +
-                                                std::to_string(n_q) + " queries, cut " + std::to_string(cut));
+          expect_same_states(got, want, hd,
+                             "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
+                                 " positions, " + std::to_string(n_q) + " queries, cut " +
+                                 std::to_string(cut));
         }
       }
     }

@@ -72,7 +72,8 @@ void quantize_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
       continue;
     }
     const float iscale = -127.0f / max;
-    for (int j = 0; j < kQK_K; ++j) y[b].qs[j] = static_cast<int8_t>(std::min(127, round_even(iscale * x[j])));
+    for (int j = 0; j < kQK_K; ++j)
+      y[b].qs[j] = static_cast<int8_t>(std::min(127, round_even(iscale * x[j])));
     for (int g = 0; g < kQK_K / 16; ++g) {
       int sum = 0;
       for (int j = 0; j < 16; ++j) sum += y[b].qs[16 * g + j];
@@ -89,8 +90,8 @@ inline int nibble(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0xF) : (q
 inline int high_bit(const uint8_t qh[4], int j) { return (qh[j / 8] >> (j % 8)) & 1; }
 
 // The common shape of ggml_vec_dot_{q5_0,q8_0}_q8_0 (AVX2): per block, lane l gets the exact
-// integer sum of the 4 products of elements 4l..4l+3, and acc[l] = fma(dw * dx, float(sum), acc[l]);
-// the result is hsum8(acc). Quant(block, j) returns the signed weight quant.
+// integer sum of the 4 products of elements 4l..4l+3, and acc[l] = fma(dw * dx, float(sum),
+// acc[l]); the result is hsum8(acc). Quant(block, j) returns the signed weight quant.
 template <typename Block, typename Quant>
 float dot_q8_0_family(const void* w_row, const void* x_row, int64_t n, Quant quant) {
   const Block* w = static_cast<const Block*>(w_row);
@@ -128,7 +129,8 @@ float dot_q8_1_family(const void* w_row, const void* x_row, int64_t n, Quant qua
   return hsum8(acc) + summs;
 }
 
-// --- K formats ------------------------------------------------------------------------------------
+// --- K formats
+// ------------------------------------------------------------------------------------
 
 // The 8 six-bit scales and mins of Q4_K / Q5_K.
 void scales_mins_k4(const uint8_t s[kKScaleSize], int sc[8], int m[8]) {
@@ -152,18 +154,29 @@ void k4_min_lanes(const int m[8], const int16_t bsums[16], int prod[4]) {
 
 GgmlType dot_activation_type(GgmlType w) {
   switch (w) {
-    case GgmlType::F32: return GgmlType::F32;
-    case GgmlType::F16: return GgmlType::F16;
-    case GgmlType::BF16: return GgmlType::BF16;
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return GgmlType::Q8_0;
-    case GgmlType::Q4_1: case GgmlType::Q5_1: return GgmlType::Q8_1;
-    default: return GgmlType::Q8_K;
+    case GgmlType::F32:
+      return GgmlType::F32;
+    case GgmlType::F16:
+      return GgmlType::F16;
+    case GgmlType::BF16:
+      return GgmlType::BF16;
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q8_0:
+      return GgmlType::Q8_0;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      return GgmlType::Q8_1;
+    default:
+      return GgmlType::Q8_K;
   }
 }
 
 void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n) {
   switch (at) {
-    case GgmlType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return;
+    case GgmlType::F32:
+      std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      return;
     case GgmlType::F16: {
       uint16_t* h = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
@@ -174,9 +187,15 @@ void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n) 
       for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(x[i]);
       return;
     }
-    case GgmlType::Q8_0: quantize_q8_legacy<false>(x, static_cast<BlockQ8_0*>(dst), n); return;
-    case GgmlType::Q8_1: quantize_q8_legacy<true>(x, static_cast<BlockQ8_1*>(dst), n); return;
-    default: quantize_q8_K(x, static_cast<BlockQ8_K*>(dst), n); return;
+    case GgmlType::Q8_0:
+      quantize_q8_legacy<false>(x, static_cast<BlockQ8_0*>(dst), n);
+      return;
+    case GgmlType::Q8_1:
+      quantize_q8_legacy<true>(x, static_cast<BlockQ8_1*>(dst), n);
+      return;
+    default:
+      quantize_q8_K(x, static_cast<BlockQ8_K*>(dst), n);
+      return;
   }
 }
 
@@ -247,14 +266,16 @@ void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, 
   for (int64_t i = 0; i < dim; ++i) {
     float lanes[16];
     for (int l = 0; l < 16; ++l) {
-      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) + (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
+      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) +
+                 (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
     }
     out[i] = static_cast<float>(static_cast<double>(reduce16(lanes)));
   }
 }
 
 float dot_f32(const void* w_row, const void* x_row, int64_t n) {
-  return vec_dot_4x16<float, load_f32, false>(static_cast<const float*>(w_row), static_cast<const float*>(x_row), n);
+  return vec_dot_4x16<float, load_f32, false>(static_cast<const float*>(w_row),
+                                              static_cast<const float*>(x_row), n);
 }
 
 float dot_f16(const void* w_row, const void* x_row, int64_t n) {
@@ -272,9 +293,7 @@ inline float flush_subnormal(float v) {
 }  // namespace
 
 float vdpbf16ps_lane(float acc, uint32_t a_pair, uint32_t b_pair) {
-  const auto hi = [](uint32_t p) {
-    return flush_subnormal(std::bit_cast<float>(p & 0xffff0000u));
-  };
+  const auto hi = [](uint32_t p) { return flush_subnormal(std::bit_cast<float>(p & 0xffff0000u)); };
   const auto lo = [](uint32_t p) { return flush_subnormal(std::bit_cast<float>(p << 16)); };
   const float t = flush_subnormal(std::fma(hi(a_pair), hi(b_pair), flush_subnormal(acc)));
   return flush_subnormal(std::fma(lo(a_pair), lo(b_pair), t));
@@ -305,10 +324,10 @@ float dot_bf16(const void* w_row, const void* x_row, int64_t n) {
 }
 
 // Q4_0 is not done by ggml_vec_dot_q4_0_q8_0: on AVX2 machines llama.cpp repacks Q4_0 weights into
-// 8-row interleaved blocks (CPU_REPACK, q4_0_8x8) and multiplies with ggml_gemm / ggml_gemv_q4_0_8x8_q8_0
-// (arch/x86/repack.cpp). Their float order per output: one scalar accumulator,
-// acc = fma(float(exact integer dot of the whole block), dw * dx, acc) over the blocks.
-// The Q4_0 goldens are bit-identical with this order and not with vec_dot's 8 lanes.
+// 8-row interleaved blocks (CPU_REPACK, q4_0_8x8) and multiplies with ggml_gemm /
+// ggml_gemv_q4_0_8x8_q8_0 (arch/x86/repack.cpp). Their float order per output: one scalar
+// accumulator, acc = fma(float(exact integer dot of the whole block), dw * dx, acc) over the
+// blocks. The Q4_0 goldens are bit-identical with this order and not with vec_dot's 8 lanes.
 float dot_q4_0(const void* w_row, const void* x_row, int64_t n) {
   const BlockQ4_0* w = static_cast<const BlockQ4_0*>(w_row);
   const BlockQ8_0* x = static_cast<const BlockQ8_0*>(x_row);
@@ -330,12 +349,14 @@ float dot_q5_0(const void* w_row, const void* x_row, int64_t n) {
 
 // ggml_vec_dot_q8_0_q8_0 (AVX2).
 float dot_q8_0(const void* w_row, const void* x_row, int64_t n) {
-  return dot_q8_0_family<BlockQ8_0>(w_row, x_row, n, [](const BlockQ8_0& b, int j) { return int(b.qs[j]); });
+  return dot_q8_0_family<BlockQ8_0>(w_row, x_row, n,
+                                    [](const BlockQ8_0& b, int j) { return int(b.qs[j]); });
 }
 
 // ggml_vec_dot_q4_1_q8_1 (AVX2).
 float dot_q4_1(const void* w_row, const void* x_row, int64_t n) {
-  return dot_q8_1_family<BlockQ4_1>(w_row, x_row, n, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });
+  return dot_q8_1_family<BlockQ4_1>(w_row, x_row, n,
+                                    [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });
 }
 
 // ggml_vec_dot_q5_1_q8_1 (AVX2; it writes fma(q, dw * dx, acc), the same operation).
@@ -357,7 +378,8 @@ float dot_q2_K(const void* w_row, const void* x_row, int64_t n) {
     const float d = x[b].d * fp16_to_fp32(w[b].d);
     const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
     for (int l = 0; l < 8; ++l) {
-      const int prod = (w[b].scales[2 * l] >> 4) * x[b].bsums[2 * l] + (w[b].scales[2 * l + 1] >> 4) * x[b].bsums[2 * l + 1];
+      const int prod = (w[b].scales[2 * l] >> 4) * x[b].bsums[2 * l] +
+                       (w[b].scales[2 * l + 1] >> 4) * x[b].bsums[2 * l + 1];
       acc[l] = std::fma(dmin, static_cast<float>(prod), acc[l]);
     }
     for (int l = 0; l < 8; ++l) {
@@ -366,7 +388,8 @@ float dot_q2_K(const void* w_row, const void* x_row, int64_t n) {
         for (int k = 0; k < 4; ++k) {
           const int sc = w[b].scales[8 * h + 2 * k + l / 4] & 0xF;
           int p = 0;
-          for (int e = 4 * l; e < 4 * l + 4; ++e) p += ((w[b].qs[32 * h + e] >> (2 * k)) & 3) * x[b].qs[128 * h + 32 * k + e];
+          for (int e = 4 * l; e < 4 * l + 4; ++e)
+            p += ((w[b].qs[32 * h + e] >> (2 * k)) & 3) * x[b].qs[128 * h + 32 * k + e];
           sumi += sc * p;
         }
       }
@@ -509,20 +532,34 @@ float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
 
 RowDotFn row_dot_function(GgmlType w, int64_t n_rows) {
   switch (w) {
-    case GgmlType::F32: return dot_f32;
-    case GgmlType::F16: return dot_f16;
-    case GgmlType::BF16: return dot_bf16;
-    case GgmlType::Q4_0: return dot_q4_0;
-    case GgmlType::Q4_1: return dot_q4_1;
-    case GgmlType::Q5_0: return dot_q5_0;
-    case GgmlType::Q5_1: return dot_q5_1;
-    case GgmlType::Q8_0: return dot_q8_0;
-    case GgmlType::Q2_K: return dot_q2_K;
-    case GgmlType::Q3_K: return dot_q3_K;
-    case GgmlType::Q4_K: return dot_q4_K;
-    case GgmlType::Q5_K: return dot_q5_K;
-    case GgmlType::Q6_K: return dot_q6_K;
-    default: return nullptr;
+    case GgmlType::F32:
+      return dot_f32;
+    case GgmlType::F16:
+      return dot_f16;
+    case GgmlType::BF16:
+      return dot_bf16;
+    case GgmlType::Q4_0:
+      return dot_q4_0;
+    case GgmlType::Q4_1:
+      return dot_q4_1;
+    case GgmlType::Q5_0:
+      return dot_q5_0;
+    case GgmlType::Q5_1:
+      return dot_q5_1;
+    case GgmlType::Q8_0:
+      return dot_q8_0;
+    case GgmlType::Q2_K:
+      return dot_q2_K;
+    case GgmlType::Q3_K:
+      return dot_q3_K;
+    case GgmlType::Q4_K:
+      return dot_q4_K;
+    case GgmlType::Q5_K:
+      return dot_q5_K;
+    case GgmlType::Q6_K:
+      return dot_q6_K;
+    default:
+      return nullptr;
   }
 }
 

@@ -52,13 +52,13 @@ void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, 
                             int64_t dim, float* out, float* scratch);
 
 // One 32-bit lane of vdpbf16ps (AVX512_BF16) in scalar code, as Intel defines it and as checked
-// against the instruction (kernels_test Bf16Lane): a_pair / b_pair hold two bf16 (element 2j in the low half, 2j + 1 in the high half);
-// acc = fma(a[2j+1], b[2j+1], acc), then acc = fma(a[2j], b[2j], acc), each rounded to nearest
-// even, with subnormal inputs (bf16 and acc) read as zero and subnormal results flushed to zero
-// (signed), whatever MXCSR says.
+// against the instruction (kernels_test Bf16Lane): a_pair / b_pair hold two bf16 (element 2j in the
+// low half, 2j + 1 in the high half); acc = fma(a[2j+1], b[2j+1], acc), then acc = fma(a[2j],
+// b[2j], acc), each rounded to nearest even, with subnormal inputs (bf16 and acc) read as zero and
+// subnormal results flushed to zero (signed), whatever MXCSR says.
 float vdpbf16ps_lane(float acc, uint32_t a_pair, uint32_t b_pair);
 
-float dot_f32(const void* w_row, const void* x_row, int64_t n);          // ggml_vec_dot_f32
+float dot_f32(const void* w_row, const void* x_row, int64_t n);  // ggml_vec_dot_f32
 float dot_f16(const void* w_row, const void* x_row, int64_t n);
 // llamafile tinyBLAS's AVX512BF16 order (what llama.cpp runs on batches of 2+ rows): one 16-lane
 // vdpbf16ps accumulator per output over runs of 32, reduced in float; in scalar code, for any

@@ -3,7 +3,6 @@
 // (That their float order is llama.cpp's was checked bit for bit against libggml-cpu's vec_dot
 // and quantize_row_q8_* on random rows; the golden test is what guards it here.)
 #include "kernels/dot_ggml_order.h"
-#include "kernels/ggml_math.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +11,8 @@
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "kernels/ggml_math.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -34,7 +35,8 @@ std::vector<float> dequantize_activations(GgmlType at, const std::vector<uint8_t
       const uint8_t* blk = xq.data() + b * 36;
       uint16_t d;
       std::memcpy(&d, blk, 2);
-      for (int j = 0; j < kQK; ++j) x[b * kQK + j] = fp16_to_fp32(d) * static_cast<int8_t>(blk[4 + j]);
+      for (int j = 0; j < kQK; ++j)
+        x[b * kQK + j] = fp16_to_fp32(d) * static_cast<int8_t>(blk[4 + j]);
     }
   } else {
     dequantize_row(at, xq.data(), x.data(), n);
@@ -42,7 +44,8 @@ std::vector<float> dequantize_activations(GgmlType at, const std::vector<uint8_t
   return x;
 }
 
-double q8_1_sum_allowance(GgmlType wt, const std::vector<uint8_t>& wq, const std::vector<uint8_t>& xq, int64_t n) {
+double q8_1_sum_allowance(GgmlType wt, const std::vector<uint8_t>& wq,
+                          const std::vector<uint8_t>& xq, int64_t n) {
   if (wt != GgmlType::Q4_1 && wt != GgmlType::Q5_1) return 0;
   const int64_t wbytes = wt == GgmlType::Q4_1 ? 20 : 24;
   double a = 0;
@@ -88,16 +91,18 @@ TEST_P(RowDotTest, MatchesDequantizedDoubleDot) {
     // Float accumulation over at most a few hundred fused steps: 1e-5 of the magnitude sum is
     // ~100 ulps of headroom while a wrong scale, quant or block would be off by far more.
     const double tol = 1e-5 * mag + q8_1_sum_allowance(wt, wq, xq, n) + 1e-30;
-    EXPECT_NEAR(dot(wq.data(), xq.data(), n), ref, tol) << ggml_type_name(wt) << " n=" << n << " trial " << trial;
+    EXPECT_NEAR(dot(wq.data(), xq.data(), n), ref, tol)
+        << ggml_type_name(wt) << " n=" << n << " trial " << trial;
     // Batch invariance: the dot for a batch of rows is the single-row dot.
     EXPECT_EQ(row_dot_function(wt, 4), row_dot_function(wt, 1)) << ggml_type_name(wt);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, RowDotTest,
-                         testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0,
-                                         GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                         GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                         testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
+                                         GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                         GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                                         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
                                          GgmlType::Q6_K),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));

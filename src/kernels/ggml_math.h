@@ -22,7 +22,8 @@ void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out);
 
 // ggml_vec_soft_max_f32: y[i] = exp(x[i] - max) (expf_ggml in 16-wide blocks, libm expf for the
 // last n % 16) and returns their sum in double, each block of 16 first summed in float as
-// _mm512_reduce_add_ps does. The caller scales y by float(1.0 / sum), as ggml_compute_forward_soft_max.
+// _mm512_reduce_add_ps does. The caller scales y by float(1.0 / sum), as
+// ggml_compute_forward_soft_max.
 double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y);
 
 }  // namespace ponder

@@ -113,9 +113,12 @@ bool x16_supported(GgmlType type, int64_t n_out, int64_t n_in) {
   switch (type) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return n_in % kQK_K == 0;
-    case GgmlType::Q8_0: return n_in % 64 == 0;
-    default: return false;
+    case GgmlType::Q6_K:
+      return n_in % kQK_K == 0;
+    case GgmlType::Q8_0:
+      return n_in % 64 == 0;
+    default:
+      return false;
   }
 }
 
@@ -123,10 +126,14 @@ int64_t x16_bytes(const WeightView& w) {
   const int64_t groups = w.n_out / kX16Rows;
   const int64_t super_blocks = groups * (w.n_in / kQK_K);
   switch (w.type) {
-    case GgmlType::Q4_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ4KX16));
-    case GgmlType::Q5_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ5KX16));
-    case GgmlType::Q6_K: return super_blocks * static_cast<int64_t>(sizeof(BlockQ6KX16));
-    default: return groups * (w.n_in / 64) * static_cast<int64_t>(sizeof(BlockQ80X16));
+    case GgmlType::Q4_K:
+      return super_blocks * static_cast<int64_t>(sizeof(BlockQ4KX16));
+    case GgmlType::Q5_K:
+      return super_blocks * static_cast<int64_t>(sizeof(BlockQ5KX16));
+    case GgmlType::Q6_K:
+      return super_blocks * static_cast<int64_t>(sizeof(BlockQ6KX16));
+    default:
+      return groups * (w.n_in / 64) * static_cast<int64_t>(sizeof(BlockQ80X16));
   }
 }
 

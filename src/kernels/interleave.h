@@ -45,7 +45,7 @@ struct BlockQ4KX16 {
   // qs[p][k][j][t] = byte 32p + 4k + t of row j's qs: its low nibble is element 64p + 4k + t
   // (sub-block 2p), its high nibble element 64p + 32 + 4k + t (sub-block 2p + 1).
   uint8_t qs[4][8][kX16Rows][4];
-  uint8_t scales[8][kX16Rows];  // [sub-block][row], 6-bit
+  uint8_t scales[8][kX16Rows];   // [sub-block][row], 6-bit
   uint8_t mins[4][kX16Rows][2];  // [pair p][row][sub-block 2p + h], 6-bit
   uint16_t d[kX16Rows];          // f16
   uint16_t dmin[kX16Rows];       // f16

@@ -29,7 +29,8 @@ void pack_rows(const MatmulKernel& kernel, const float* x, int64_t n_rows, int64
     return;
   }
   pool.parallel_for(n_rows, 1, [&](int64_t r_begin, int64_t r_end) {
-    for (int64_t r = r_begin; r < r_end; ++r) kernel.pack_row(x + r * n_in, xp + r * row_bytes, n_in);
+    for (int64_t r = r_begin; r < r_end; ++r)
+      kernel.pack_row(x + r * n_in, xp + r * row_bytes, n_in);
   });
 }
 

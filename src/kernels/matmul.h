@@ -23,7 +23,9 @@ struct WeightView {
   // valid for row lookups.
   const void* x16 = nullptr;
   int64_t row_bytes() const { return ggml_row_bytes(type, n_in); }
-  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
+  const uint8_t* row(int64_t r) const {
+    return static_cast<const uint8_t*>(data) + r * row_bytes();
+  }
 };
 
 // y[r, o] = sum_i w[o, i] * x[r, i] for r < n_rows.   x: [n_rows, n_in]   y: [n_rows, n_out]

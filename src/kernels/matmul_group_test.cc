@@ -34,7 +34,8 @@ TEST(MatmulGroupTest, EqualsSeparateMatmulsBitwise) {
   std::vector<std::vector<uint8_t>> data;
   std::vector<WeightView> views;
   for (const auto& p : parts) data.push_back(random_weights(p.type, p.n_out, n_in, rng));
-  for (size_t k = 0; k < data.size(); ++k) views.push_back({parts[k].type, data[k].data(), n_in, parts[k].n_out});
+  for (size_t k = 0; k < data.size(); ++k)
+    views.push_back({parts[k].type, data[k].data(), n_in, parts[k].n_out});
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     for (int64_t n_rows : {1, 5}) {

@@ -9,7 +9,8 @@ namespace ponder {
 
 void rms_norm(const float* x, const float* weight, float eps, int64_t n, float* out) {
   double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);  // float square, as llama.cpp
+  for (int64_t i = 0; i < n; ++i)
+    ss += static_cast<double>(x[i] * x[i]);  // float square, as llama.cpp
   // Mean in double, then the scale in float: llama.cpp's rounding, which its logits carry.
   const float mean = static_cast<float>(ss / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);

@@ -59,7 +59,7 @@ std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, 
     quantize_row(type, row.data(), w.data() + o * row_bytes, n_in);
   }
   if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) {  // every bit of the packed scales and
-    std::uniform_int_distribution<int> byte(0, 255);          // mins, not just likely ones
+    std::uniform_int_distribution<int> byte(0, 255);       // mins, not just likely ones
     auto randomize_scales = [&](auto* blocks) {
       for (int64_t b = 0; b < n_out * n_in / kQK_K; b += 3) {
         for (uint8_t& s : blocks[b].scales) s = static_cast<uint8_t>(byte(rng));
@@ -383,9 +383,14 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   struct Shape {
     int64_t n_in, n_out, n_rows;
   };
-  for (const Shape& s : std::vector<Shape>{{256, 16, 1}, {256, 48, 5}, {1536, 32, 1},
-                                           {1536, 64, 9}, {512, 16, 4}, {8960, 16, 3},
-                                           {2304, 32, 13}, {512, 80, 17}}) {
+  for (const Shape& s : std::vector<Shape>{{256, 16, 1},
+                                           {256, 48, 5},
+                                           {1536, 32, 1},
+                                           {1536, 64, 9},
+                                           {512, 16, 4},
+                                           {8960, 16, 3},
+                                           {2304, 32, 13},
+                                           {512, 80, 17}}) {
     SCOPED_TRACE(testing::Message()
                  << "n_in " << s.n_in << " n_out " << s.n_out << " n_rows " << s.n_rows);
     const std::vector<uint8_t> wq = random_weights(type, s.n_in, s.n_out, rng);
@@ -519,8 +524,9 @@ TEST_P(X16OrderTest, X16OrderIsTheSameDotAsTheGgmlOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest, testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                                        GgmlType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(X16, X16OrderTest,
+                         testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                         GgmlType::Q8_0),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });

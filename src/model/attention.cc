@@ -80,8 +80,8 @@ struct ChunkStates {
 
 // Folds a chunk's state of one query vector into the running one (M, L, O): the first chunk is
 // copied; a chunk the query has no position in (m = -inf) is skipped.
-void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O, float m, float l, const float* acc,
-                int64_t hdp) {
+void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O, float m, float l,
+                const float* acc, int64_t hdp) {
   if (m == -INFINITY) return;
   if (M == -INFINITY) {
     M = m;
@@ -99,11 +99,11 @@ void fold_chunk(const BlockAttentionKernels& kern, float& M, float& L, float* O,
 // One task's buffers: the tile's queries (f32 and, with bf16 scores, bf16), one block's K and V,
 // and room for the chunk states.
 struct Buffers {
-  float* qf;     // [max_q][hdp]
-  float* kf;     // [16][hdp]
-  float* vf;     // [16][hdp]
-  uint16_t* qb;  // [max_q][hdp32]
-  uint16_t* kb;  // [16][hdp32]
+  float* qf;      // [max_q][hdp]
+  float* kf;      // [16][hdp]
+  float* vf;      // [16][hdp]
+  uint16_t* qb;   // [max_q][hdp32]
+  uint16_t* kb;   // [16][hdp32]
   float* states;  // two ChunkStates, the second state_floats after the first
 };
 
@@ -117,7 +117,8 @@ struct BlockOrder {
 
   int64_t n_kv(int64_t tile) const {
     int64_t n = 0;
-    for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r) n = std::max<int64_t>(n, in.batch.rows[r].pos + 1);
+    for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r)
+      n = std::max<int64_t>(n, in.batch.rows[r].pos + 1);
     return n;
   }
 
@@ -162,7 +163,8 @@ struct BlockOrder {
     SoftmaxState states[kMaxFusedQueries];
     for (int64_t h0 = 0; h0 < group; h0 += kMaxFusedQueries) {
       const int64_t q0 = r * group + h0, n = std::min(kMaxFusedQueries, group - h0);
-      for (int64_t i = 0; i < n; ++i) states[i] = {st.m[q0 + i], st.l[q0 + i], st.acc + (q0 + i) * hdp};
+      for (int64_t i = 0; i < n; ++i)
+        states[i] = {st.m[q0 + i], st.l[q0 + i], st.acc + (q0 + i) * hdp};
       fn(states, q0, static_cast<int>(n));
       for (int64_t i = 0; i < n; ++i) {
         st.m[q0 + i] = states[i].m;
@@ -174,35 +176,42 @@ struct BlockOrder {
   // fn(states, first query, count, valid) for each row of the tile (first row rb, nq query vectors)
   // that sees any of the block's positions [b0, b0 + nb).
   template <class Fn>
-  void for_rows_seeing(int64_t rb, int64_t nq, int64_t b0, int nb, const ChunkStates& st, const Fn& fn) const {
+  void for_rows_seeing(int64_t rb, int64_t nq, int64_t b0, int nb, const ChunkStates& st,
+                       const Fn& fn) const {
     for (int64_t r = 0; r * group < nq; ++r) {
       const int64_t valid = std::min<int64_t>(nb, in.batch.rows[rb + r].pos + 1 - b0);
       if (valid <= 0) continue;
-      with_row_states(st, r, [&](SoftmaxState* s, int64_t q0, int n) { fn(s, q0, n, static_cast<int>(valid)); });
+      with_row_states(st, r, [&](SoftmaxState* s, int64_t q0, int n) {
+        fn(s, q0, n, static_cast<int>(valid));
+      });
     }
   }
 
   // Whether one row's query vectors (decode) can read the block's f16 V rows directly.
   bool reads_f16_v_rows(int64_t nq) const {
-    return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 && hd <= 256;
+    return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 &&
+           hd <= 256;
   }
 
   // Whether one row's query vectors (decode) read the block's f16 K and V rows directly.
   bool reads_f16_rows(int64_t nq) const {
-    return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq);
+    return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
+           reads_f16_v_rows(nq);
   }
 
   // Whether one row's query vectors (decode) read the block's Q8_0 K and V rows directly.
   bool reads_q8_0_rows(int64_t nq) const {
-    return kern.attend_block_q8_0_group != nullptr && nq == group && in.cache.k_type() == KvType::kQ8_0 &&
-           in.cache.v_type() == KvType::kQ8_0 && hd == hdp && hd % 64 == 0 && hd <= 256;
+    return kern.attend_block_q8_0_group != nullptr && nq == group &&
+           in.cache.k_type() == KvType::kQ8_0 && in.cache.v_type() == KvType::kQ8_0 && hd == hdp &&
+           hd % 64 == 0 && hd <= 256;
   }
 
   // Whether the kernel that attend_chunk runs for a tile of nq query vectors prefetches the next
   // block itself (spread through its work; else attend_chunk asks for it in one burst).
   bool kernel_prefetches(int64_t nq) const {
     if (in.cache.k_type() == KvType::kBF16) return bf16kv_group_takes(kern, hd);
-    return hdp32 == 0 && (reads_f16_rows(nq) || reads_q8_0_rows(nq) || kern.attend_block_group != nullptr);
+    return hdp32 == 0 &&
+           (reads_f16_rows(nq) || reads_q8_0_rows(nq) || kern.attend_block_group != nullptr);
   }
 
   // One block for the tile's query vectors in the f32 block order; a row's query vectors go
@@ -215,14 +224,15 @@ struct BlockOrder {
     if (reads_f16_rows(nq)) {
       for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
         kern.attend_block_f16_group(reinterpret_cast<const uint16_t* const*>(krows),
-                                    reinterpret_cast<const uint16_t* const*>(vrows), valid, buf.qf + q0 * hdp, n, hdp,
-                                    scale, s, q0 == 0 ? next : nullptr);
+                                    reinterpret_cast<const uint16_t* const*>(vrows), valid,
+                                    buf.qf + q0 * hdp, n, hdp, scale, s, q0 == 0 ? next : nullptr);
       });
       return;
     }
     if (reads_q8_0_rows(nq)) {
       for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
-        kern.attend_block_q8_0_group(krows, vrows, valid, buf.qf + q0 * hdp, n, hdp, scale, s, q0 == 0 ? next : nullptr);
+        kern.attend_block_q8_0_group(krows, vrows, valid, buf.qf + q0 * hdp, n, hdp, scale, s,
+                                     q0 == 0 ? next : nullptr);
       });
       return;
     }
@@ -231,17 +241,20 @@ struct BlockOrder {
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const float* q = buf.qf + q0 * hdp;
       if (kern.attend_block_group != nullptr) {
-        kern.attend_block_group(buf.kf, buf.vf, valid, q, n, hdp, scale, s, q0 == 0 ? next : nullptr);
+        kern.attend_block_group(buf.kf, buf.vf, valid, q, n, hdp, scale, s,
+                                q0 == 0 ? next : nullptr);
         return;
       }
-      for (int i = 0; i < n; ++i) kern.attend_block(buf.kf, buf.vf, q + i * hdp, valid, hdp, scale, s[i]);
+      for (int i = 0; i < n; ++i)
+        kern.attend_block(buf.kf, buf.vf, q + i * hdp, valid, hdp, scale, s[i]);
     });
   }
 
   // One block for the tile's query vectors with bf16 scores: K to bf16 once, V to f32 (or read as
   // f16 rows by one row's query vectors).
   void attend_block_bf16(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
-                         const uint8_t* const* vrows, const Buffers& buf, const ChunkStates& st) const {
+                         const uint8_t* const* vrows, const Buffers& buf,
+                         const ChunkStates& st) const {
     convert_bf16(in.cache.k_type(), krows, nb, buf.kb);
     const uint16_t* kr[kAttnBlock];
     for (int p = 0; p < kAttnBlock; ++p) kr[p] = buf.kb + p * hdp32;
@@ -250,12 +263,13 @@ struct BlockOrder {
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
       if (v_rows) {
-        kern.attend_block_bf16_f16_group(kr, reinterpret_cast<const uint16_t* const*>(vrows), valid, qb, n, hdp,
-                                         hdp32, scale, s);
+        kern.attend_block_bf16_f16_group(kr, reinterpret_cast<const uint16_t* const*>(vrows), valid,
+                                         qb, n, hdp, hdp32, scale, s);
       } else if (kern.attend_block_bf16_group != nullptr) {
         kern.attend_block_bf16_group(kr, buf.vf, valid, qb, n, hdp, hdp32, scale, s);
       } else {
-        for (int i = 0; i < n; ++i) kern.attend_block_bf16(buf.kb, buf.vf, qb + i * hdp32, valid, hdp, hdp32, scale, s[i]);
+        for (int i = 0; i < n; ++i)
+          kern.attend_block_bf16(buf.kb, buf.vf, qb + i * hdp32, valid, hdp, hdp32, scale, s[i]);
       }
     });
   }
@@ -271,20 +285,24 @@ struct BlockOrder {
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
       if (grouped) {
-        kern.attend_block_bf16kv_group(kr, vr, valid, qb, n, hd, scale, s, q0 == 0 ? next : nullptr);
+        kern.attend_block_bf16kv_group(kr, vr, valid, qb, n, hd, scale, s,
+                                       q0 == 0 ? next : nullptr);
         return;
       }
-      for (int i = 0; i < n; ++i) kern.attend_block_bf16kv(kr, vr, valid, qb + i * hdp32, hd, hdp32, scale, s[i]);
+      for (int i = 0; i < n; ++i)
+        kern.attend_block_bf16kv(kr, vr, valid, qb + i * hdp32, hd, hdp32, scale, s[i]);
     });
   }
 
   // Asks for the K and V rows of the positions [b0, min(b0 + step, end)) (the next step) to be
   // brought into the L2 cache while the current block computes, so its first loads do not wait on
   // memory. Measured (decode at depth 16384, 2 threads, attention alone): 9-19% less time with f16
-  // and Q8_0 in session 13. Now only for the kernels that do not prefetch themselves (the bf16-scores
-  // path, and where no grouped kernel is built): the grouped kernels spread the same lines evenly
-  // through their scores and V sums, 17-26% faster than this burst (kernels/x86, Prefetch).
-  void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end, int step) const {
+  // and Q8_0 in session 13. Now only for the kernels that do not prefetch themselves (the
+  // bf16-scores path, and where no grouped kernel is built): the grouped kernels spread the same
+  // lines evenly through their scores and V sums, 17-26% faster than this burst (kernels/x86,
+  // Prefetch).
+  void prefetch_block(int64_t kvh, std::span<const int32_t> table, int64_t b0, int64_t end,
+                      int step) const {
     const int64_t k_bytes = in.cache.k_row_bytes(), v_bytes = in.cache.v_row_bytes();
     for_rows(table, kvh, b0, static_cast<int>(std::min<int64_t>(step, end - b0)),
              [&](int, const uint8_t* k, const uint8_t* v) {
@@ -310,7 +328,8 @@ struct BlockOrder {
   }
 
   // The tile's query vectors over chunk `chunk`'s positions, from a fresh state into st.
-  void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const Buffers& buf, const ChunkStates& st) const {
+  void attend_chunk(int64_t tile, int64_t kvh, int64_t chunk, const Buffers& buf,
+                    const ChunkStates& st) const {
     const int64_t rb = tile_begin[tile];
     const int64_t nq = (tile_begin[tile + 1] - rb) * group;
     const auto& table = in.batch.block_tables[in.batch.rows[rb].seq];
@@ -379,27 +398,30 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   const int64_t group = c.n_head / c.n_head_kv;
   const std::vector<int64_t>& tile_begin = row_tiles(in.batch, kFlashRows, scratch.tiles);
   const int64_t n_tiles = static_cast<int64_t>(tile_begin.size()) - 1;
-  const BlockOrder order{in,
-                         tile_begin,
-                         group,
-                         c.head_dim,
-                         padded16(c.head_dim),
-                         in.cache.block_size(),
-                         1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-                         block_attention_kernels(),
-                         in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0};
+  const BlockOrder order{
+      in,
+      tile_begin,
+      group,
+      c.head_dim,
+      padded16(c.head_dim),
+      in.cache.block_size(),
+      1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+      block_attention_kernels(),
+      in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0};
   const int64_t hdp = order.hdp, hdp32 = order.hdp32;
   const int64_t max_q = kFlashRows * group;
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates
-  if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
+  if (scratch.threads.size() < static_cast<size_t>(pool.size()))
+    scratch.threads.resize(static_cast<size_t>(pool.size()));
   auto states_at = [&](float* base) { return ChunkStates{base, base + max_q, base + 2 * max_q}; };
   // Per thread: the Buffers in its scratch.
   auto thread_buffers = [&](int ti) {
     AttentionScratch::PerThread& t = scratch.threads[static_cast<size_t>(ti)];
-    float* f = grown(t.floats, static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
+    float* f =
+        grown(t.floats, static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
     uint16_t* h = grown(t.halves, static_cast<size_t>(max_q * hdp32 + kAttnBlock * hdp32));
-    return Buffers{f, f + max_q * hdp, f + max_q * hdp + kAttnBlock * hdp, h, h + max_q * hdp32,
-                   f + max_q * hdp + 2 * kAttnBlock * hdp};
+    return Buffers{f, f + max_q * hdp,   f + max_q * hdp + kAttnBlock * hdp,
+                   h, h + max_q * hdp32, f + max_q * hdp + 2 * kAttnBlock * hdp};
   };
 
   // chunk_begin[t]: the first chunk of tile t in a numbering of all the tiles' chunks.
@@ -424,7 +446,8 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       for (int64_t ch = 1; ch < chunk_begin[tile + 1] - chunk_begin[tile]; ++ch) {
         order.attend_chunk(tile, kvh, ch, buf, part);
         for (int64_t qv = 0; qv < nq; ++qv) {
-          fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+          fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv],
+                     part.acc + qv * hdp, hdp);
         }
       }
       order.write_out(tile, kvh, run);
@@ -433,13 +456,15 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   }
 
   // Few tiles over long contexts (decode): every chunk its own task (split-K), then the folds.
-  float* partials = grown(scratch.partials, static_cast<size_t>(n_chunks * c.n_head_kv * state_floats));
+  float* partials =
+      grown(scratch.partials, static_cast<size_t>(n_chunks * c.n_head_kv * state_floats));
   auto slot = [&](int64_t chunk_index, int64_t kvh) {
     return states_at(partials + (chunk_index * c.n_head_kv + kvh) * state_floats);
   };
   run_tasks(pool, n_chunks * c.n_head_kv, [&](int ti, int64_t task) {
     const int64_t chunk_index = task / c.n_head_kv, kvh = task % c.n_head_kv;
-    const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) - chunk_begin.begin() - 1;
+    const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) -
+                         chunk_begin.begin() - 1;
     const Buffers buf = thread_buffers(ti);
     order.load_queries(tile, kvh, buf.qf, buf.qb);
     order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], buf, slot(chunk_index, kvh));
@@ -451,7 +476,8 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     for (int64_t ch = chunk_begin[tile] + 1; ch < chunk_begin[tile + 1]; ++ch) {
       const ChunkStates part = slot(ch, kvh);
       for (int64_t qv = 0; qv < nq; ++qv) {
-        fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv], part.acc + qv * hdp, hdp);
+        fold_chunk(order.kern, run.m[qv], run.l[qv], run.acc + qv * hdp, part.m[qv], part.l[qv],
+                   part.acc + qv * hdp, hdp);
       }
     }
     order.write_out(tile, kvh, run);
@@ -478,7 +504,8 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
   for (const BatchRow& r : batch.rows) max_pos = std::max(max_pos, r.pos);
   const int64_t max_pad = padded(max_pos + 1);
   const int64_t max_q = kGgmlTileRows * group;
-  if (scratch.threads.size() < static_cast<size_t>(pool.size())) scratch.threads.resize(static_cast<size_t>(pool.size()));
+  if (scratch.threads.size() < static_cast<size_t>(pool.size()))
+    scratch.threads.resize(static_cast<size_t>(pool.size()));
 
   const AttentionKernels& kern = attention_kernels();
   run_tasks(pool, n_tiles * c.n_head_kv, [&](int ti, int64_t task) {
@@ -488,10 +515,11 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
     const int64_t nq = (re - rb) * group;
     const auto& table = batch.block_tables[batch.rows[rb].seq];
     AttentionScratch::PerThread& st = scratch.threads[static_cast<size_t>(ti)];
-    float* sc = grown(st.floats, static_cast<size_t>(max_q * max_pad + max_pad + max_q + max_q * 64 * hd));
-    float* ex = sc + max_q * max_pad;   // [max_pad] exps of one query vector
-    float* dots = ex + max_pad;         // [nq] one K row against every query vector
-    float* acc = dots + max_q;          // [nq][64 * hd] lane accumulators
+    float* sc =
+        grown(st.floats, static_cast<size_t>(max_q * max_pad + max_pad + max_q + max_q * 64 * hd));
+    float* ex = sc + max_q * max_pad;  // [max_pad] exps of one query vector
+    float* dots = ex + max_pad;        // [nq] one K row against every query vector
+    float* acc = dots + max_q;         // [nq][64 * hd] lane accumulators
     uint16_t* probs = grown(st.halves, static_cast<size_t>(max_q * max_pad + max_q * hd));
     uint16_t* qh = probs + max_q * max_pad;  // [nq][hd] f16
     const uint16_t** vrows = grown(st.rows, static_cast<size_t>(max_pad));
@@ -505,8 +533,8 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
     }
     // Scores sc[qv * max_pad + p]; a row's positions past its own are computed and never used.
     for (int64_t p = 0; p < n_kv; ++p) {
-      kern.dot_f16_heads(in.cache.k(in.layer, table[p / bs], kvh, p % bs), qh,
-                         static_cast<int>(nq), hd, dots);
+      kern.dot_f16_heads(in.cache.k(in.layer, table[p / bs], kvh, p % bs), qh, static_cast<int>(nq),
+                         hd, dots);
       for (int64_t qv = 0; qv < nq; ++qv) sc[qv * max_pad + p] = dots[qv] * scale;
       vrows[p] = in.cache.v(in.layer, table[p / bs], kvh, p % bs);
     }
@@ -523,7 +551,8 @@ void attention_ggml_order(const AttentionInput& in, AttentionScratch& scratch, T
       for (int64_t qv = 0; qv < nq; ++qv) {
         const int64_t n_row = batch.rows[rb + qv / group].pos + 1;
         const int64_t c1 = std::min(c0 + kGgmlVChunk, n_row);
-        if (c1 > c0) kern.accumulate_rows_f16(vrows, probs + qv * max_pad, c0, c1, hd, acc + qv * 64 * hd);
+        if (c1 > c0)
+          kern.accumulate_rows_f16(vrows, probs + qv * max_pad, c0, c1, hd, acc + qv * 64 * hd);
       }
     }
     for (int64_t qv = 0; qv < nq; ++qv) {

@@ -25,19 +25,19 @@
 
 namespace ponder {
 
-inline constexpr int64_t kFlashRows = 8;    // query rows of one sequence per tile
+inline constexpr int64_t kFlashRows = 8;     // query rows of one sequence per tile
 inline constexpr int64_t kGgmlTileRows = 4;  // the same for the ggml order (its per-row buffers
                                              // are larger: scores for every position)
 inline constexpr int64_t kGgmlVChunk = 512;  // V positions per pass over a tile's query vectors
-inline constexpr int64_t kAttnChunk = 512;  // KV positions per split-K chunk of the flash order
+inline constexpr int64_t kAttnChunk = 512;   // KV positions per split-K chunk of the flash order
 
 struct AttentionInput {
   const Qwen2Config& config;
   const Batch& batch;
   const KvCache& cache;  // already holds K and V of every row of the batch
   int64_t layer;
-  const float* q;  // [n_rows, n_head * head_dim], after RoPE
-  float* out;      // [n_rows, n_head * head_dim]
+  const float* q;            // [n_rows, n_head * head_dim], after RoPE
+  float* out;                // [n_rows, n_head * head_dim]
   bool bf16_scores = false;  // flash order: the bf16-scores variant (kernels/block_attention.h)
 };
 
@@ -51,8 +51,9 @@ struct AttentionScratch {
   };
   std::vector<PerThread> threads;
   std::vector<int64_t> tiles;  // first row of each tile, then n_rows (row_tiles in attention.cc)
-  std::vector<int64_t> chunk_begin;  // flash order: first chunk of each tile, then the number of chunks
-  std::vector<float> partials;       // flash order: the chunks' softmax states when split across tasks
+  std::vector<int64_t>
+      chunk_begin;              // flash order: first chunk of each tile, then the number of chunks
+  std::vector<float> partials;  // flash order: the chunks' softmax states when split across tasks
 };
 
 void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool);

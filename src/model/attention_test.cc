@@ -21,7 +21,8 @@ struct AttentionCase {
   Batch batch;
   std::vector<float> q;
 
-  AttentionCase(int64_t head_dim, const std::vector<std::pair<int32_t, int32_t>>& rows /* (seq, pos) */,
+  AttentionCase(int64_t head_dim,
+                const std::vector<std::pair<int32_t, int32_t>>& rows /* (seq, pos) */,
                 KvType kv = KvType::kF16)
       : config(make_config(head_dim)), cache(1, config.n_head_kv, head_dim, 4 * 64, 16, kv, kv) {
     std::mt19937 rng(5);
@@ -90,7 +91,8 @@ struct AttentionCase {
           cache.load_k(0, table[p / 16], kvh, p % 16, k.data());
           cache.load_v(0, table[p / 16], kvh, p % 16, &v[static_cast<size_t>(p * hd)]);
           double d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += double(round_q ? round_through_fp16(qh[i]) : qh[i]) * k[static_cast<size_t>(i)];
+          for (int64_t i = 0; i < hd; ++i)
+            d += double(round_q ? round_through_fp16(qh[i]) : qh[i]) * k[static_cast<size_t>(i)];
           s[p] = d / std::sqrt(double(hd));
           mx = std::max(mx, s[p]);
         }
@@ -98,8 +100,7 @@ struct AttentionCase {
         for (double& e : s) sum += (e = std::exp(e - mx));
         for (int64_t i = 0; i < hd; ++i) {
           double acc = 0;
-          for (int64_t p = 0; p <= row.pos; ++p)
-            acc += s[p] * v[static_cast<size_t>(p * hd + i)];
+          for (int64_t p = 0; p <= row.pos; ++p) acc += s[p] * v[static_cast<size_t>(p * hd + i)];
           out[(r * config.n_head + h) * hd + i] = acc / sum;
         }
       }
@@ -163,7 +164,8 @@ TEST(AttentionTest, Q8_0CacheIsAttentionAndBatchInvariant) {
     const std::vector<double> want = s.exact(false);
     const std::vector<float> together = s.run(true, s.batch, s.q.data(), 2);
     double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(together[i] - want[i]));
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::fabs(together[i] - want[i]));
     EXPECT_LT(worst, 2e-5) << "head_dim " << hd;
     const int64_t width = s.config.n_head * hd;
     for (size_t r = 0; r < s.batch.rows.size(); r += 5) {
@@ -171,7 +173,8 @@ TEST(AttentionTest, Q8_0CacheIsAttentionAndBatchInvariant) {
       alone.block_tables = s.batch.block_tables;
       alone.rows.push_back(s.batch.rows[r]);
       const std::vector<float> one = s.run(true, alone, &s.q[r * width], 1);
-      ASSERT_EQ(std::memcmp(one.data(), &together[r * width], width * sizeof(float)), 0) << "row " << r;
+      ASSERT_EQ(std::memcmp(one.data(), &together[r * width], width * sizeof(float)), 0)
+          << "row " << r;
     }
   }
 }
@@ -193,7 +196,8 @@ TEST(KvCacheTest, RowsRoundTripAndCopyInEachType) {
       float amax = 0;
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
       for (int i = 0; i < 32; ++i) {
-        const float tol = t == KvType::kF16 ? std::fabs(x[b * 32 + i]) * 1e-3f : amax / 127 * 0.51f + 1e-6f;
+        const float tol =
+            t == KvType::kF16 ? std::fabs(x[b * 32 + i]) * 1e-3f : amax / 127 * 0.51f + 1e-6f;
         EXPECT_NEAR(y[b * 32 + i], x[b * 32 + i], tol) << kv_type_name(t);
       }
     }

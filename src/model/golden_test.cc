@@ -32,7 +32,8 @@ LogitDiff run_golden(Qwen2Model& model, const Pgld& golden, ThreadPool& pool) {
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int32_t>(i);
   Batch batch;
   batch.block_tables.push_back(blocks);
-  for (int64_t i = 0; i < n; ++i) batch.rows.push_back({golden.tokens[i], static_cast<int32_t>(i), 0, true});
+  for (int64_t i = 0; i < n; ++i)
+    batch.rows.push_back({golden.tokens[i], static_cast<int32_t>(i), 0, true});
   const int64_t n_vocab = model.config().n_vocab;
   std::vector<float> logits(static_cast<size_t>(n * n_vocab));
   Status st = model.forward(batch, cache, logits.data(), pool);
@@ -69,7 +70,8 @@ TinyModel load_tiny(const std::string& type, bool flash_attn, KvType kv = KvType
 // logits on Q5_K_M, past 0.02, while it is as close to the exact computation as llama.cpp
 // (GoldenExactTest): against llama.cpp's thresholds that file runs llama.cpp's Q5_K order (no x16).
 void check_goldens(const std::string& type, bool flash_attn) {
-  TinyModel tiny = load_tiny(type, flash_attn, KvType::kF16, Qwen2Model::x16_default() && type != "Q5_K_M");
+  TinyModel tiny =
+      load_tiny(type, flash_attn, KvType::kF16, Qwen2Model::x16_default() && type != "Q5_K_M");
   ASSERT_NE(tiny.model, nullptr);
   Qwen2Model& model = *tiny.model;
   ThreadPool pool(2);
@@ -122,8 +124,8 @@ ExactReference llama_cpp_from_exact(const std::string& type) {
 // Scores: the block order's f32 or bf16 scores (Qwen2Model::set_bf16_scores).
 enum class Scores { kF32, kBf16 };
 
-void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvType::kF16, double mean_bound = 0,
-                      Scores scores = Scores::kF32) {
+void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvType::kF16,
+                      double mean_bound = 0, Scores scores = Scores::kF32) {
   TinyModel tiny = load_tiny(type, flash_attn, kv);
   ASSERT_NE(tiny.model, nullptr);
   Qwen2Model& model = *tiny.model;
@@ -136,9 +138,14 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
     ASSERT_TRUE(exact.has_value()) << exact.status().message();
     LogitDiff d = run_golden(model, *exact, pool);
     const double bound = mean_bound > 0 ? mean_bound : 1.1 * ref.mean[p] + 0.001;
-    std::printf("%-12s %s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp %.3f)\n",
-                name.c_str(), !flash_attn ? "ggml " : scores == Scores::kBf16 ? "bf16qk" : "flash", kv_type_name(kv), d.mean(), ref.mean[p],
-                bound, d.top1_rate(), ref.top1[p]);
+    std::printf(
+        "%-12s %s %s from exact: mean %.5f (llama.cpp %.4f, bound %.5f) top1 %.3f (llama.cpp "
+        "%.3f)\n",
+        name.c_str(),
+        !flash_attn               ? "ggml "
+        : scores == Scores::kBf16 ? "bf16qk"
+                                  : "flash",
+        kv_type_name(kv), d.mean(), ref.mean[p], bound, d.top1_rate(), ref.top1[p]);
     EXPECT_LE(d.mean(), bound) << name;
     EXPECT_GE(d.top1_rate(), ref.top1[p] - 0.02) << name;
   }
@@ -146,7 +153,8 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
 
 // The golden files' weight types.
 const std::vector<std::string> kUnquantized = {"F32", "F16", "BF16"};
-const std::vector<std::string> kQuantized = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"};
+const std::vector<std::string> kQuantized = {"Q8_0", "Q4_0",   "Q4_1",   "Q5_0",   "Q5_1",
+                                             "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"};
 std::vector<std::string> all_types() {
   std::vector<std::string> t = kUnquantized;
   t.insert(t.end(), kQuantized.begin(), kQuantized.end());
@@ -175,7 +183,9 @@ TEST_P(GoldenExactTest, GgmlOrderMeetsTheExactRule) { check_exact_rule(GetParam(
 // is lossy (measured 0.012-0.017 mean dlogp from the exact computation, llama.cpp's f16 cache
 // 0.0007-0.0085) and held to the README's threshold for quantized types, 0.02.
 class GoldenQ8CacheTest : public testing::TestWithParam<std::string> {};
-TEST_P(GoldenQ8CacheTest, Q8_0CacheMeetsTheExactRule) { check_exact_rule(GetParam(), true, KvType::kQ8_0); }
+TEST_P(GoldenQ8CacheTest, Q8_0CacheMeetsTheExactRule) {
+  check_exact_rule(GetParam(), true, KvType::kQ8_0);
+}
 class GoldenQ8CacheUnquantizedTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenQ8CacheUnquantizedTest, Q8_0CacheWithinTheQuantizedThreshold) {
   check_exact_rule(GetParam(), true, KvType::kQ8_0, 0.02);
@@ -188,8 +198,7 @@ class GoldenBf16ScoresTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenBf16ScoresTest, Bf16ScoresMeetTheExactRule) {
   check_exact_rule(GetParam(), true, KvType::kF16, 0, Scores::kBf16);
 }
-INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16ScoresTest,
-                         testing::ValuesIn(kQuantized));
+INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16ScoresTest, testing::ValuesIn(kQuantized));
 
 // A bf16 KV cache (the default where bf16 scores are: Qwen2Model::default_kv_type) rounds K and V
 // to bf16 once and sums V by vdpbf16ps with each weight rounded to bf16 (block_attention.h): on
@@ -199,25 +208,23 @@ class GoldenBf16CacheTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenBf16CacheTest, Bf16CacheMeetsTheExactRule) {
   check_exact_rule(GetParam(), true, KvType::kBF16, 0, Scores::kBf16);
 }
-INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16CacheTest,
-                         testing::ValuesIn(kQuantized));
+INSTANTIATE_TEST_SUITE_P(Quantized, GoldenBf16CacheTest, testing::ValuesIn(kQuantized));
 class GoldenBf16CacheUnquantizedTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenBf16CacheUnquantizedTest, Bf16CacheWithinTheQuantizedThreshold) {
   check_exact_rule(GetParam(), true, KvType::kBF16, 0.02, Scores::kBf16);
 }
-INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenBf16CacheUnquantizedTest, testing::ValuesIn(kUnquantized));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenBf16CacheUnquantizedTest,
+                         testing::ValuesIn(kUnquantized));
 
-INSTANTIATE_TEST_SUITE_P(Quantized, GoldenQ8CacheTest,
-                         testing::ValuesIn(kQuantized));
-INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenQ8CacheUnquantizedTest, testing::ValuesIn(kUnquantized));
+INSTANTIATE_TEST_SUITE_P(Quantized, GoldenQ8CacheTest, testing::ValuesIn(kQuantized));
+INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenQ8CacheUnquantizedTest,
+                         testing::ValuesIn(kUnquantized));
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenExactTest,
-                         testing::ValuesIn(all_types()));
+INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenExactTest, testing::ValuesIn(all_types()));
 
 INSTANTIATE_TEST_SUITE_P(Unquantized, GoldenFlashTest, testing::ValuesIn(kUnquantized));
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenTest,
-                         testing::ValuesIn(all_types()));
+INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenTest, testing::ValuesIn(all_types()));
 
 }  // namespace
 }  // namespace ponder

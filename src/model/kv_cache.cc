@@ -17,7 +17,9 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-const char* kv_type_name(KvType t) { return t == KvType::kQ8_0 ? "q8_0" : t == KvType::kBF16 ? "bf16" : "f16"; }
+const char* kv_type_name(KvType t) {
+  return t == KvType::kQ8_0 ? "q8_0" : t == KvType::kBF16 ? "bf16" : "f16";
+}
 
 Expected<KvType> parse_kv_type(std::string_view name) {
   if (name == "f16") return KvType::kF16;
@@ -32,7 +34,9 @@ GgmlType ggml_type_of(KvType t) {
 }
 }  // namespace
 
-int64_t kv_row_bytes(KvType t, int64_t head_dim) { return ggml_row_bytes(ggml_type_of(t), head_dim); }
+int64_t kv_row_bytes(KvType t, int64_t head_dim) {
+  return ggml_row_bytes(ggml_type_of(t), head_dim);
+}
 
 void KvCache::Free::operator()(uint8_t* p) const { std::free(p); }
 
@@ -47,8 +51,8 @@ std::unique_ptr<uint8_t[], KvCache::Free> KvCache::allocate(size_t n) {
   return std::unique_ptr<uint8_t[], Free>(static_cast<uint8_t*>(p));
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks, int64_t block_size,
-                 KvType k_type, KvType v_type)
+KvCache::KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks,
+                 int64_t block_size, KvType k_type, KvType v_type)
     : n_layer_(n_layer),
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),

@@ -9,8 +9,8 @@
 // one KV head's block is one contiguous run (4 KiB in f16 for 16 positions of head_dim 128), and a
 // sequence whose blocks have consecutive ids is one contiguous stream per layer and head: attention
 // reads it at the speed of a sequential read (measured on one core: 33 GB/s, against 10 GB/s for
-// 4 KiB runs every 8 KiB, as with the heads interleaved). Aligned to 2 MiB and asked for in huge pages.
-// Depends on kernels (llama.cpp's row quantizers), quant (the dequantizers), gguf, base.
+// 4 KiB runs every 8 KiB, as with the heads interleaved). Aligned to 2 MiB and asked for in huge
+// pages. Depends on kernels (llama.cpp's row quantizers), quant (the dequantizers), gguf, base.
 #pragma once
 
 #include <cstddef>
@@ -34,8 +34,8 @@ int64_t kv_row_bytes(KvType t, int64_t head_dim);
 
 class KvCache {
  public:
-  KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks, int64_t block_size,
-          KvType k_type = KvType::kF16, KvType v_type = KvType::kF16);
+  KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks,
+          int64_t block_size, KvType k_type = KvType::kF16, KvType v_type = KvType::kF16);
 
   int64_t n_blocks() const { return n_blocks_; }
   int64_t block_size() const { return block_size_; }
@@ -53,16 +53,32 @@ class KvCache {
 
   // The stored row (k_type / v_type, kv_row_bytes) of KV head `head` at (layer, block, slot); the
   // slots of one (layer, block, head) follow each other.
-  uint8_t* k_row(int64_t layer, int64_t block, int64_t head, int64_t slot) { return k_.get() + index(layer, block, head, slot) * k_row_; }
-  uint8_t* v_row(int64_t layer, int64_t block, int64_t head, int64_t slot) { return v_.get() + index(layer, block, head, slot) * v_row_; }
-  const uint8_t* k_row(int64_t layer, int64_t block, int64_t head, int64_t slot) const { return k_.get() + index(layer, block, head, slot) * k_row_; }
-  const uint8_t* v_row(int64_t layer, int64_t block, int64_t head, int64_t slot) const { return v_.get() + index(layer, block, head, slot) * v_row_; }
+  uint8_t* k_row(int64_t layer, int64_t block, int64_t head, int64_t slot) {
+    return k_.get() + index(layer, block, head, slot) * k_row_;
+  }
+  uint8_t* v_row(int64_t layer, int64_t block, int64_t head, int64_t slot) {
+    return v_.get() + index(layer, block, head, slot) * v_row_;
+  }
+  const uint8_t* k_row(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
+    return k_.get() + index(layer, block, head, slot) * k_row_;
+  }
+  const uint8_t* v_row(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
+    return v_.get() + index(layer, block, head, slot) * v_row_;
+  }
 
   // The f16 rows of an f16 cache (llama.cpp's attention order reads them directly).
-  uint16_t* k(int64_t layer, int64_t block, int64_t head, int64_t slot) { return reinterpret_cast<uint16_t*>(k_row(layer, block, head, slot)); }
-  uint16_t* v(int64_t layer, int64_t block, int64_t head, int64_t slot) { return reinterpret_cast<uint16_t*>(v_row(layer, block, head, slot)); }
-  const uint16_t* k(int64_t layer, int64_t block, int64_t head, int64_t slot) const { return reinterpret_cast<const uint16_t*>(k_row(layer, block, head, slot)); }
-  const uint16_t* v(int64_t layer, int64_t block, int64_t head, int64_t slot) const { return reinterpret_cast<const uint16_t*>(v_row(layer, block, head, slot)); }
+  uint16_t* k(int64_t layer, int64_t block, int64_t head, int64_t slot) {
+    return reinterpret_cast<uint16_t*>(k_row(layer, block, head, slot));
+  }
+  uint16_t* v(int64_t layer, int64_t block, int64_t head, int64_t slot) {
+    return reinterpret_cast<uint16_t*>(v_row(layer, block, head, slot));
+  }
+  const uint16_t* k(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
+    return reinterpret_cast<const uint16_t*>(k_row(layer, block, head, slot));
+  }
+  const uint16_t* v(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
+    return reinterpret_cast<const uint16_t*>(v_row(layer, block, head, slot));
+  }
 
   // head_dim floats rounded to the row's type, and back.
   void store_k(int64_t layer, int64_t block, int64_t head, int64_t slot, const float* x);
@@ -75,7 +91,8 @@ class KvCache {
     void operator()(uint8_t* p) const;
   };
   size_t index(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
-    return static_cast<size_t>(((layer * n_head_kv_ + head) * n_blocks_ + block) * block_size_ + slot);
+    return static_cast<size_t>(((layer * n_head_kv_ + head) * n_blocks_ + block) * block_size_ +
+                               slot);
   }
   static std::unique_ptr<uint8_t[], Free> allocate(size_t bytes);
 
@@ -86,6 +103,5 @@ class KvCache {
   std::unique_ptr<uint8_t[], Free> k_;  // [n_layer, n_head_kv, n_blocks, block_size] rows
   std::unique_ptr<uint8_t[], Free> v_;  // same
 };
-
 
 }  // namespace ponder

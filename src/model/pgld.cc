@@ -32,8 +32,10 @@ Expected<Pgld> Pgld::read(const std::string& path) {
   char magic[4];
   uint32_t version;
   Pgld g;
-  if (!take(magic, 4) || std::memcmp(magic, "PGLD", 4) != 0) return Status::errorf("{}: not a PGLD file", path);
-  if (!take(&version, 4) || version != 1) return Status::errorf("{}: unsupported PGLD version", path);
+  if (!take(magic, 4) || std::memcmp(magic, "PGLD", 4) != 0)
+    return Status::errorf("{}: not a PGLD file", path);
+  if (!take(&version, 4) || version != 1)
+    return Status::errorf("{}: unsupported PGLD version", path);
   if (!take(&g.n_vocab, 4) || !take(&g.n_prompt, 4) || !take(&g.n_gen, 4) || !take(&g.k, 4)) {
     return Status::errorf("{}: truncated header", path);
   }

@@ -13,9 +13,9 @@
 namespace ponder {
 
 struct PgldRow {
-  float lse = 0;                          // log-sum-exp of all logits of the row
+  float lse = 0;                               // log-sum-exp of all logits of the row
   std::vector<std::pair<int32_t, float>> top;  // k > 0: (id, logit) sorted by logit descending
-  std::vector<float> full;                // k == 0: all n_vocab logits
+  std::vector<float> full;                     // k == 0: all n_vocab logits
 };
 
 struct Pgld {
@@ -38,8 +38,8 @@ struct LogitDiff {
   double sum_dlogp = 0;
   double max_dlogp = 0;
   int64_t n_dlogp = 0;
-  int64_t n_top1_rows = 0;    // rows whose golden margin > 0.1
-  int64_t n_top1_agree = 0;   // of those, rows where our argmax is the golden top-1
+  int64_t n_top1_rows = 0;   // rows whose golden margin > 0.1
+  int64_t n_top1_agree = 0;  // of those, rows where our argmax is the golden top-1
 
   void add_row(const PgldRow& golden, const float* logits, int64_t n_vocab);
   double mean() const { return n_dlogp ? sum_dlogp / n_dlogp : 0; }

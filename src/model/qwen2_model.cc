@@ -9,18 +9,18 @@
 #include <string_view>
 
 #include "cpu/topology.h"
+#include "gguf/model_fingerprint.h"
 #include "kernels/block_attention.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
-#include "gguf/model_fingerprint.h"
 #include "model/attention.h"
 #include "quant/half.h"
 
 namespace ponder {
 
 Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, bool x16, int threads,
-                                                      const X16CacheOptions& cache) {
+                                                       const X16CacheOptions& cache) {
   PONDER_ASSIGN_OR_RETURN(Qwen2Config config, Qwen2Config::from_gguf(file));
   PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
   std::unique_ptr<Qwen2Model> model(new Qwen2Model(std::move(config), std::move(weights)));
@@ -28,11 +28,14 @@ Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, boo
   if (x16) {
     ThreadPool pool(threads > 0 ? threads : cpu_topology().default_threads());
     const std::string fingerprint = cache.dir.empty() ? "" : model_fingerprint(file);
-    Qwen2Weights::X16Result r = model->weights_.make_x16_copies(pool, file.is_mapped(), cache, fingerprint);
+    Qwen2Weights::X16Result r =
+        model->weights_.make_x16_copies(pool, file.is_mapped(), cache, fingerprint);
     model->x16_bytes_ = r.bytes;
     model->x16_from_cache_ = r.from_cache;
     if (!r.write_path.empty()) {
-      model->x16_writer_ = std::thread([r, fingerprint] { x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes); });
+      model->x16_writer_ = std::thread([r, fingerprint] {
+        x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes);
+      });
     }
   }
   return model;
@@ -50,17 +53,21 @@ bool Qwen2Model::x16_default() {
 }
 
 KvCache Qwen2Model::make_cache(int64_t n_blocks, int64_t block_size) const {
-  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size, kv_type_k(), kv_type_v());
+  return KvCache(config_.n_layer, config_.n_head_kv, config_.head_dim, n_blocks, block_size,
+                 kv_type_k(), kv_type_v());
 }
 
 Status Qwen2Model::set_kv_types(KvType k, KvType v) {
   if (k == KvType::kQ8_0 || v == KvType::kQ8_0) {
     if (config_.head_dim % 32 != 0) {
-      return Status::errorf("a Q8_0 KV cache needs a head size that is a multiple of 32 (this model's: {})", config_.head_dim);
+      return Status::errorf(
+          "a Q8_0 KV cache needs a head size that is a multiple of 32 (this model's: {})",
+          config_.head_dim);
     }
   }
   if ((k == KvType::kBF16) != (v == KvType::kBF16)) {
-    return Status::error("a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
+    return Status::error(
+        "a bf16 KV cache takes K and V together (--cache-type-k bf16 --cache-type-v bf16)");
   }
   kv_k_ = k;
   kv_v_ = v;
@@ -81,10 +88,10 @@ bool Qwen2Model::bf16_scores_default() const {
 
 std::string Qwen2Model::numerics() const {
   return fmt::format("{} {}/{}",
-                     !flash_attn_                       ? "ggml"
-                     : kv_type_k() == KvType::kBF16     ? "block-bf16kv"
-                     : bf16_scores_in_use()             ? "block-bf16qk"
-                                                        : "block",
+                     !flash_attn_                   ? "ggml"
+                     : kv_type_k() == KvType::kBF16 ? "block-bf16kv"
+                     : bf16_scores_in_use()         ? "block-bf16qk"
+                                                    : "block",
                      kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
 
@@ -149,16 +156,20 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
 
   // rotary angles of each row's position, shared by all heads and layers
   const int64_t half = c.head_dim / 2;
-  for (int64_t r = 0; r < n; ++r) rope_table(batch.rows[r].pos, c.head_dim, c.rope_theta, &rope_cos_[r * half], &rope_sin_[r * half]);
+  for (int64_t r = 0; r < n; ++r)
+    rope_table(batch.rows[r].pos, c.head_dim, c.rope_theta, &rope_cos_[r * half],
+               &rope_sin_[r * half]);
 
   // token embeddings
-  for (int64_t r = 0; r < n; ++r) weight_row(weights_.token_embd, batch.rows[r].token, &x_[r * c.n_embd]);
+  for (int64_t r = 0; r < n; ++r)
+    weight_row(weights_.token_embd, batch.rows[r].token, &x_[r * c.n_embd]);
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const Qwen2Layer& L = weights_.layers[static_cast<size_t>(il)];
 
     // attention rmsnorm
-    for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.attn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
+    for (int64_t r = 0; r < n; ++r)
+      rms_norm(&x_[r * c.n_embd], L.attn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
 
     // qkv matmuls with bias
     const WeightView* qkv_w[] = {&L.wq, &L.wk, &L.wv};
@@ -175,8 +186,10 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       const BatchRow& row = batch.rows[r];
       const float* rc = &rope_cos_[r * half];
       const float* rs = &rope_sin_[r * half];
-      for (int64_t h = 0; h < c.n_head; ++h) rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, rc, rs);
-      for (int64_t h = 0; h < c.n_head_kv; ++h) rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, rc, rs);
+      for (int64_t h = 0; h < c.n_head; ++h)
+        rope_neox(&q_[r * q_dim + h * c.head_dim], c.head_dim, rc, rs);
+      for (int64_t h = 0; h < c.n_head_kv; ++h)
+        rope_neox(&k_[r * kv_dim + h * c.head_dim], c.head_dim, rc, rs);
       const int32_t block = batch.block_tables[row.seq][row.pos / bs];
       for (int64_t h = 0; h < c.n_head_kv; ++h) {
         cache.store_k(il, block, h, row.pos % bs, &k_[r * kv_dim + h * c.head_dim]);
@@ -184,8 +197,8 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       }
     }
 
-    const AttentionInput attn_in{c, batch, cache, il, q_.data(), attn_.data(),
-                                 bf16_scores_for(cache.k_type())};
+    const AttentionInput attn_in{
+        c, batch, cache, il, q_.data(), attn_.data(), bf16_scores_for(cache.k_type())};
     if (flash_attn_) {
       attention_flash(attn_in, attn_scratch_, pool);
     } else {
@@ -197,7 +210,8 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
     add_inplace(x_.data(), proj_.data(), n * c.n_embd);
 
     // ffn rmsnorm, SwiGLU, down projection and residual
-    for (int64_t r = 0; r < n; ++r) rms_norm(&x_[r * c.n_embd], L.ffn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
+    for (int64_t r = 0; r < n; ++r)
+      rms_norm(&x_[r * c.n_embd], L.ffn_norm, c.rms_eps, c.n_embd, &xn_[r * c.n_embd]);
     const WeightView* ffn_w[] = {&L.w_gate, &L.w_up};
     float* ffn_y[] = {gate_.data(), up_.data()};
     matmul_group(ffn_w, ffn_y, 2, xn_.data(), n, pool);

@@ -30,8 +30,9 @@ class Qwen2Model {
   // llama.cpp's float order.
   // The x16 copies come from the x16 cache (model/x16_cache.h) when it has this file, and are
   // written to it in the background when it does not.
-  static Expected<std::unique_ptr<Qwen2Model>> load(const GgufFile& file, bool x16 = x16_default(),
-                                                    int threads = 0, const X16CacheOptions& cache = x16_cache_default());
+  static Expected<std::unique_ptr<Qwen2Model>> load(
+      const GgufFile& file, bool x16 = x16_default(), int threads = 0,
+      const X16CacheOptions& cache = x16_cache_default());
   ~Qwen2Model();  // waits for the x16 cache write
   // Whether the x16 copies were read from the x16 cache.
   bool x16_from_cache() const { return x16_from_cache_; }
@@ -45,18 +46,22 @@ class Qwen2Model {
   // Attention in the block order (flash-style: K/V streamed in blocks, online softmax;
   // model/attention.h), the default, or in llama.cpp's non-flash order (`--flash-attn 0`). The
   // block order meets the exact rule of ../shared/golden/README.md on every golden file and is
-  // the faster one at depth; llama.cpp's order reproduces its logits bit for bit (docs/numerics.md).
+  // the faster one at depth; llama.cpp's order reproduces its logits bit for bit
+  // (docs/numerics.md).
   void set_flash_attention(bool on) { flash_attn_ = on; }
   bool flash_attention() const { return flash_attn_; }
   // The block order's bf16-scores variant (q and K rounded to bf16 for the scores: vdpbf16ps, four
   // times the multiply rate of f32 FMAs on Zen 4). The default for quantized weights (whose
-  // activations llama.cpp rounds to 8 bits anyway; it meets the exact rule on every quantized golden
-  // file) on CPUs that run it natively; elsewhere f32 scores (the scalar reference runs it when
-  // set). Used with an f16 K cache only: with Q8_0 K the two roundings together break the rule.
+  // activations llama.cpp rounds to 8 bits anyway; it meets the exact rule on every quantized
+  // golden file) on CPUs that run it natively; elsewhere f32 scores (the scalar reference runs it
+  // when set). Used with an f16 K cache only: with Q8_0 K the two roundings together break the
+  // rule.
   void set_bf16_scores(bool on) { bf16_scores_ = on; }
   bool bf16_scores() const { return bf16_scores_; }
   // Whether a cache of K type k gets them (set with an f16 K cache; always with a bf16 one).
-  bool bf16_scores_for(KvType k) const { return k == KvType::kBF16 || (bf16_scores_ && k == KvType::kF16); }
+  bool bf16_scores_for(KvType k) const {
+    return k == KvType::kBF16 || (bf16_scores_ && k == KvType::kF16);
+  }
   // Whether attention runs them with this model's settings.
   bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_type_k()); }
   // That default for these weights on this CPU.
@@ -64,8 +69,8 @@ class Qwen2Model {
   // The types of the caches make_cache makes. By default (use_default_kv_types) bf16 K and V where
   // the block order runs bf16 scores with the native bf16-cache kernel (the bf16 variant without a
   // conversion per block: kernels/block_attention.h), else f16. Q8_0 needs the block order and a
-  // head_dim that is a multiple of 32, bf16 the block order and both K and V: checked here, so a bad
-  // flag fails before any work.
+  // head_dim that is a multiple of 32, bf16 the block order and both K and V: checked here, so a
+  // bad flag fails before any work.
   Status set_kv_types(KvType k, KvType v);
   void use_default_kv_types() { kv_default_ = true; }
   KvType kv_type_k() const { return kv_default_ ? default_kv_type() : kv_k_; }
@@ -99,23 +104,23 @@ class Qwen2Model {
   Qwen2Weights weights_;
   int64_t x16_bytes_ = 0;
   bool x16_from_cache_ = false;
-  std::thread x16_writer_;  // writes the x16 cache file after a cold start
-  bool flash_attn_ = true;  // attention_flash, else attention_ggml_order
+  std::thread x16_writer_;    // writes the x16 cache file after a cold start
+  bool flash_attn_ = true;    // attention_flash, else attention_ggml_order
   bool bf16_scores_ = false;  // set at load: bf16_scores_default()
   KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;  // when not kv_default_
   bool kv_default_ = true;
 
   // Activations, grown to the largest batch seen; no allocation in steady state.
   int64_t capacity_ = 0;
-  std::vector<float> x_;       // [n_rows, n_embd] residual stream
-  std::vector<float> xn_;      // [n_rows, n_embd] normalized
-  std::vector<float> q_;       // [n_rows, n_head * head_dim]
-  std::vector<float> k_;       // [n_rows, n_head_kv * head_dim]
-  std::vector<float> v_;       // [n_rows, n_head_kv * head_dim]
-  std::vector<float> attn_;    // [n_rows, n_head * head_dim]
-  std::vector<float> proj_;    // [n_rows, n_embd]
-  std::vector<float> gate_;    // [n_rows, n_ff]
-  std::vector<float> up_;      // [n_rows, n_ff]
+  std::vector<float> x_;         // [n_rows, n_embd] residual stream
+  std::vector<float> xn_;        // [n_rows, n_embd] normalized
+  std::vector<float> q_;         // [n_rows, n_head * head_dim]
+  std::vector<float> k_;         // [n_rows, n_head_kv * head_dim]
+  std::vector<float> v_;         // [n_rows, n_head_kv * head_dim]
+  std::vector<float> attn_;      // [n_rows, n_head * head_dim]
+  std::vector<float> proj_;      // [n_rows, n_embd]
+  std::vector<float> gate_;      // [n_rows, n_ff]
+  std::vector<float> up_;        // [n_rows, n_ff]
   std::vector<float> rope_cos_;  // [n_rows, head_dim / 2]
   std::vector<float> rope_sin_;  // [n_rows, head_dim / 2]
   AttentionScratch attn_scratch_;

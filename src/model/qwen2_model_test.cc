@@ -41,8 +41,9 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
   EXPECT_FALSE(l.model->weights().tied_output);
 }
 
-// The block order's bf16 scores: the default for quantized weights where the CPU runs them natively,
-// never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache (numerics() names what runs).
+// The block order's bf16 scores: the default for quantized weights where the CPU runs them
+// natively, never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache (numerics() names what
+// runs).
 // ... and with them a bf16 KV cache (the tiny models' head size, 64, suits its kernel), which an
 // explicit f16 cache, f32 scores or llama.cpp's order turn back to f16.
 TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNative) {
@@ -140,7 +141,8 @@ TEST(Qwen2ModelTest, RotatedKeysEqualKeysComputedAtTheNewPositions) {
   auto run = [&](const std::vector<int32_t>& table, int32_t first_pos) {
     Batch b;
     b.block_tables.emplace_back(table);
-    for (size_t i = 0; i < tokens.size(); ++i) b.rows.push_back({tokens[i], first_pos + static_cast<int32_t>(i), 0, i + 1 == tokens.size()});
+    for (size_t i = 0; i < tokens.size(); ++i)
+      b.rows.push_back({tokens[i], first_pos + static_cast<int32_t>(i), 0, i + 1 == tokens.size()});
     ASSERT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
   };
   const std::vector<int32_t> at0 = {0};
@@ -177,7 +179,8 @@ TEST(Qwen2ModelTest, RotatedKeysEqualKeysComputedAtTheNewPositions) {
     const std::vector<uint16_t>& b = before[static_cast<size_t>(layer)];
     const std::vector<uint16_t> now = keys(layer, 0);
     for (size_t i = 0; i < b.size(); ++i) {
-      back = std::max(back, static_cast<double>(std::fabs(fp16_to_fp32(now[i]) - fp16_to_fp32(b[i]))));
+      back =
+          std::max(back, static_cast<double>(std::fabs(fp16_to_fp32(now[i]) - fp16_to_fp32(b[i]))));
       max_abs = std::max(max_abs, static_cast<double>(std::fabs(fp16_to_fp32(b[i]))));
     }
     EXPECT_LT(back, 2e-3 * std::max(1.0, max_abs)) << "layer " << layer;

@@ -1,7 +1,6 @@
 #include "model/qwen2_weights.h"
 
 #include <fmt/core.h>
-
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -37,7 +36,8 @@ class Binder {
   Expected<const float*> vector(const std::string& name, int64_t n) {
     PONDER_ASSIGN_OR_RETURN(const TensorInfo* t, find(name, {n}));
     if (t->type != GgmlType::F32) {
-      return Status::errorf("tensor {}: expected type F32, found {}", name, ggml_type_name(t->type));
+      return Status::errorf("tensor {}: expected type F32, found {}", name,
+                            ggml_type_name(t->type));
     }
     if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0) {
       return Status::errorf("tensor {}: data is not 4-byte aligned", name);
@@ -52,7 +52,8 @@ class Binder {
       case GgmlType::Q8_K:
         return Status::errorf("tensor {}: type {} is for activations, not weights", name,
                               ggml_type_name(t->type));
-      default: break;
+      default:
+        break;
     }
     return WeightView{t->type, t->data, n_in, n_out};
   }
@@ -80,8 +81,9 @@ Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Confi
   // layer table is sized by it (a 4-byte field must not make the loader allocate gigabytes).
   constexpr int64_t kTensorsPerLayer = 12;
   if (c.n_layer > static_cast<int64_t>(file.tensors().size()) / kTensorsPerLayer) {
-    return Status::errorf("qwen2.block_count is {} but the file holds only {} tensors ({} per layer)", c.n_layer,
-                          file.tensors().size(), kTensorsPerLayer);
+    return Status::errorf(
+        "qwen2.block_count is {} but the file holds only {} tensors ({} per layer)", c.n_layer,
+        file.tensors().size(), kTensorsPerLayer);
   }
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int64_t i = 0; i < c.n_layer; ++i) {
@@ -108,7 +110,8 @@ Expected<Qwen2Weights> Qwen2Weights::bind(const GgufFile& file, const Qwen2Confi
 namespace ponder {
 
 Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool release_file_pages,
-                                                      const X16CacheOptions& cache, const std::string& fingerprint) {
+                                                      const X16CacheOptions& cache,
+                                                      const std::string& fingerprint) {
   std::vector<WeightView*> views;
   std::vector<int64_t> offsets;  // of each copy in one region, 64-byte aligned
   int64_t total = 0;
@@ -129,7 +132,8 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   Hash128 layout;
   layout.add("x16 layout 1");
   for (size_t i = 0; i < views.size(); ++i) {
-    for (int64_t x : {static_cast<int64_t>(views[i]->type), views[i]->n_out, views[i]->n_in, offsets[i]}) {
+    for (int64_t x :
+         {static_cast<int64_t>(views[i]->type), views[i]->n_out, views[i]->n_in, offsets[i]}) {
       layout.add_u64(static_cast<uint64_t>(x));
     }
   }
@@ -138,7 +142,8 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   // fewer TLB misses while streaming the weights every token.
   constexpr int64_t kHuge = int64_t{2} << 20;
   const int64_t region_bytes = (total + kHuge - 1) / kHuge * kHuge;
-  uint8_t* region = static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(region_bytes)));
+  uint8_t* region =
+      static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(region_bytes)));
   if (region == nullptr) return result;  // out of memory: the ggml-layout kernels it is
   madvise(region, static_cast<size_t>(region_bytes), MADV_HUGEPAGE);
   // With several NUMA nodes, the pages are spread over all of them before the copy touches them
@@ -153,7 +158,8 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   result.region = region;
   const bool use_cache = !cache.dir.empty() && !fingerprint.empty() && total >= cache.min_bytes;
   const std::string path = use_cache ? x16_cache_path(cache, fingerprint, result.layout) : "";
-  result.from_cache = use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool);
+  result.from_cache =
+      use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool);
   if (!result.from_cache) result.write_path = path;
   // Matrix by matrix, each in parallel, its file pages dropped once copied: the peak resident
   // memory stays near the copies' size instead of twice it.

@@ -55,8 +55,8 @@ struct Qwen2Weights {
     std::string layout;       // the layout's identity, for the cache file
     const uint8_t* region = nullptr;
   };
-  X16Result make_x16_copies(ThreadPool& pool, bool release_file_pages, const X16CacheOptions& cache = {},
-                            const std::string& fingerprint = "");
+  X16Result make_x16_copies(ThreadPool& pool, bool release_file_pages,
+                            const X16CacheOptions& cache = {}, const std::string& fingerprint = "");
 
  private:
   struct FreeDeleter {

@@ -32,7 +32,8 @@ struct Header {
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 uint64_t piece_hash(const uint8_t* p, int64_t n) {
-  uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+  uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull,
+                   0x082efa98ec4e6c89ull};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int l = 0; l < 4; ++l) {
@@ -47,7 +48,8 @@ uint64_t piece_hash(const uint8_t* p, int64_t n) {
 
 bool read_all(int fd, uint8_t* dst, int64_t n, int64_t offset) {
   while (n > 0) {
-    const ssize_t got = ::pread(fd, dst, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)), offset);
+    const ssize_t got =
+        ::pread(fd, dst, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)), offset);
     if (got <= 0) return false;
     dst += got;
     n -= got;
@@ -58,7 +60,8 @@ bool read_all(int fd, uint8_t* dst, int64_t n, int64_t offset) {
 
 bool write_all(int fd, const uint8_t* src, int64_t n) {
   while (n > 0) {
-    const ssize_t put = ::write(fd, src, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)));
+    const ssize_t put =
+        ::write(fd, src, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)));
     if (put <= 0) return false;
     src += put;
     n -= put;
@@ -77,7 +80,8 @@ uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool) {
   const int64_t pieces = (n + kPiece - 1) / kPiece;
   std::vector<uint64_t> h(static_cast<size_t>(pieces));
   auto run = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) h[static_cast<size_t>(i)] = piece_hash(p + i * kPiece, std::min(kPiece, n - i * kPiece));
+    for (int64_t i = b; i < e; ++i)
+      h[static_cast<size_t>(i)] = piece_hash(p + i * kPiece, std::min(kPiece, n - i * kPiece));
   };
   if (pool != nullptr) {
     pool->parallel_for(pieces, 1, run);
@@ -103,19 +107,22 @@ X16CacheOptions x16_cache_default() {
   return o;
 }
 
-std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint, const std::string& layout) {
-  return (std::filesystem::path(opts.dir) / (fingerprint + "-" + layout.substr(0, 16) + ".x16")).string();
+std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint,
+                           const std::string& layout) {
+  return (std::filesystem::path(opts.dir) / (fingerprint + "-" + layout.substr(0, 16) + ".x16"))
+      .string();
 }
 
-bool x16_cache_read(const std::string& path, const std::string& fingerprint, const std::string& layout,
-                    uint8_t* region, int64_t bytes, ThreadPool& pool) {
+bool x16_cache_read(const std::string& path, const std::string& fingerprint,
+                    const std::string& layout, uint8_t* region, int64_t bytes, ThreadPool& pool) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;  // not written yet: the usual first start
   struct stat st {};
   Header h{};
   bool ok = ::fstat(fd, &st) == 0 && st.st_size == kHeaderBytes + bytes &&
-            read_all(fd, reinterpret_cast<uint8_t*>(&h), sizeof h, 0) && std::memcmp(h.magic, kMagic, 8) == 0 &&
-            h.version == kVersion && h.header_bytes == kHeaderBytes && h.bytes == bytes;
+            read_all(fd, reinterpret_cast<uint8_t*>(&h), sizeof h, 0) &&
+            std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion &&
+            h.header_bytes == kHeaderBytes && h.bytes == bytes;
   if (ok) {
     char fp[32], lay[32];
     fill(fp, fingerprint);
@@ -134,7 +141,10 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint, con
     });
     ok = read_ok && x16_checksum(region, bytes, &pool) == h.checksum;
     if (!ok) {
-      log_warn("x16 cache {} is damaged (a read failed or its checksum differs): removed; the layout is rebuilt", path);
+      log_warn(
+          "x16 cache {} is damaged (a read failed or its checksum differs): removed; the layout is "
+          "rebuilt",
+          path);
       std::error_code ec;
       std::filesystem::remove(path, ec);
     }
@@ -143,14 +153,15 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint, con
   return ok;
 }
 
-bool x16_cache_write(const std::string& path, const std::string& fingerprint, const std::string& layout,
-                     const uint8_t* region, int64_t bytes) {
+bool x16_cache_write(const std::string& path, const std::string& fingerprint,
+                     const std::string& layout, const uint8_t* region, int64_t bytes) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    log_warn("x16 cache: cannot create {}: {}; the next start interleaves again", tmp, std::strerror(errno));
+    log_warn("x16 cache: cannot create {}: {}; the next start interleaves again", tmp,
+             std::strerror(errno));
     return false;
   }
   std::vector<uint8_t> head(kHeaderBytes, 0);
@@ -163,12 +174,14 @@ bool x16_cache_write(const std::string& path, const std::string& fingerprint, co
   h.bytes = bytes;
   h.checksum = x16_checksum(region, bytes, nullptr);
   std::memcpy(head.data(), &h, sizeof h);
-  bool ok = write_all(fd, head.data(), kHeaderBytes) && write_all(fd, region, bytes) && ::fsync(fd) == 0;
+  bool ok =
+      write_all(fd, head.data(), kHeaderBytes) && write_all(fd, region, bytes) && ::fsync(fd) == 0;
   const int err = errno;
   ok = (::close(fd) == 0) && ok;
   if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) {
-    log_warn("x16 cache: writing {} failed: {}; the next start interleaves again", path, std::strerror(err));
+    log_warn("x16 cache: writing {} failed: {}; the next start interleaves again", path,
+             std::strerror(err));
     std::filesystem::remove(tmp, ec);
   }
   return ok;

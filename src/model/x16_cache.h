@@ -17,7 +17,7 @@
 namespace ponder {
 
 struct X16CacheOptions {
-  std::string dir;                       // "" = no cache
+  std::string dir;                        // "" = no cache
   int64_t min_bytes = int64_t{16} << 20;  // smaller copies are faster to redo than to read
 };
 
@@ -26,16 +26,17 @@ struct X16CacheOptions {
 X16CacheOptions x16_cache_default();
 
 // The cache file for this model identity and layout in opts.dir.
-std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint, const std::string& layout);
+std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint,
+                           const std::string& layout);
 
 // Reads a complete, matching cache file into region[0, bytes). False (and the file removed when
 // it is damaged) otherwise.
-bool x16_cache_read(const std::string& path, const std::string& fingerprint, const std::string& layout,
-                    uint8_t* region, int64_t bytes, ThreadPool& pool);
+bool x16_cache_read(const std::string& path, const std::string& fingerprint,
+                    const std::string& layout, uint8_t* region, int64_t bytes, ThreadPool& pool);
 
 // Writes region[0, bytes) to path (temporary file + rename). Logs and returns false on failure.
-bool x16_cache_write(const std::string& path, const std::string& fingerprint, const std::string& layout,
-                     const uint8_t* region, int64_t bytes);
+bool x16_cache_write(const std::string& path, const std::string& fingerprint,
+                     const std::string& layout, const uint8_t* region, int64_t bytes);
 
 // The checksum the file carries: 64-bit words in four lanes per 1 MiB piece, pieces combined in
 // order, so any thread count gives the same value.

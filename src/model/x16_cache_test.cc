@@ -40,7 +40,8 @@ struct X16CacheTest : ::testing::Test {
     Batch b;
     b.block_tables.push_back(table);
     const std::vector<int32_t> prompt = {11, 22, 33, 44, 55};
-    for (size_t i = 0; i < prompt.size(); ++i) b.rows.push_back({prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size()});
+    for (size_t i = 0; i < prompt.size(); ++i)
+      b.rows.push_back({prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size()});
     std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
     EXPECT_TRUE(m.forward(b, cache, logits.data(), pool).is_ok());
     return logits;

@@ -23,26 +23,30 @@ double stddev(const std::vector<double>& v) {
 }
 
 // Deterministic pseudo-random tokens: the work does not depend on their values.
-int32_t bench_token(int64_t i, int64_t n_vocab) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); }
+int32_t bench_token(int64_t i, int64_t n_vocab) {
+  return static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+}
 
 // Tokens i < n (bench_token(i)) at the positions start + i of the sequence whose blocks are
 // `table`, in forward passes of n_batch (1: decode steps), logits of each pass's last row.
-Status forward_positions(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t start,
-                         int32_t n, int32_t n_batch, float* logits, ThreadPool& pool) {
+Status forward_positions(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table,
+                         int32_t start, int32_t n, int32_t n_batch, float* logits,
+                         ThreadPool& pool) {
   const int64_t n_vocab = model.config().n_vocab;
   for (int32_t b = 0; b < n; b += n_batch) {
     Batch batch;
     batch.block_tables.push_back(table);
     const int32_t e = std::min(n, b + n_batch);
-    for (int32_t i = b; i < e; ++i) batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, i + 1 == e});
+    for (int32_t i = b; i < e; ++i)
+      batch.rows.push_back({bench_token(i, n_vocab), start + i, 0, i + 1 == e});
     PONDER_RETURN_IF_ERROR(model.forward(batch, cache, logits, pool));
   }
   return Status::ok();
 }
 
 // The positions [0, n) of the sequence whose blocks are `table`, in chunks of n_batch.
-Status fill_context(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t n, int32_t n_batch,
-                    float* logits, ThreadPool& pool) {
+Status fill_context(Qwen2Model& model, KvCache& cache, const std::vector<int32_t>& table, int32_t n,
+                    int32_t n_batch, float* logits, ThreadPool& pool) {
   return forward_positions(model, cache, table, 0, n, n_batch, logits, pool);
 }
 
@@ -87,7 +91,8 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
   const int64_t blocks_per_seq = (per_seq + block - 1) / block;
   KvCache cache = model.make_cache(blocks_per_seq * n_seq, block);
   std::vector<std::vector<int32_t>> tables;
-  for (int32_t s = 0; s < n_seq; ++s) tables.push_back(block_range(s * blocks_per_seq, blocks_per_seq));
+  for (int32_t s = 0; s < n_seq; ++s)
+    tables.push_back(block_range(s * blocks_per_seq, blocks_per_seq));
   std::vector<float> logits(static_cast<size_t>(std::max<int32_t>(n_seq, 1) * n_vocab));
   BenchResult result;
   result.n_prompt = n_prompt;
@@ -100,13 +105,15 @@ Expected<BenchResult> run_bench(Qwen2Model& model, int32_t n_prompt, int32_t n_g
 
   // The context each test starts from: n_depth positions of every sequence, in prompt-sized chunks.
   for (int32_t s = 0; s < n_seq; ++s) {
-    PONDER_RETURN_IF_ERROR(fill_context(model, cache, tables[s], n_depth, n_batch, logits.data(), pool));
+    PONDER_RETURN_IF_ERROR(
+        fill_context(model, cache, tables[s], n_depth, n_batch, logits.data(), pool));
   }
 
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up caches and page tables
     Timer t;
     if (n_gen == 0) {
-      PONDER_RETURN_IF_ERROR(forward_positions(model, cache, tables[0], n_depth, n_prompt, n_batch, logits.data(), pool));
+      PONDER_RETURN_IF_ERROR(forward_positions(model, cache, tables[0], n_depth, n_prompt, n_batch,
+                                               logits.data(), pool));
     } else {
       // Each sequence starts from one token at position n_depth, then steps together.
       for (int32_t pos = 0; pos < n_gen; ++pos) {
@@ -130,23 +137,29 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_depth, int reps,
-                                       ThreadPool& pool, int32_t n_batch) {
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen,
+                                       int32_t n_depth, int reps, ThreadPool& pool,
+                                       int32_t n_batch) {
   if ((n_prompt > 0) == (n_gen > 0) || n_prompt < 0 || n_gen < 0 || n_depth < 1 || n_batch < 1) {
-    return Status::errorf("paired bench: pp{} tg{} at depth {}: one of pp and tg, at a depth > 0", n_prompt, n_gen, n_depth);
+    return Status::errorf("paired bench: pp{} tg{} at depth {}: one of pp and tg, at a depth > 0",
+                          n_prompt, n_gen, n_depth);
   }
   const int64_t n_vocab = model.config().n_vocab;
   const int32_t n_pos = n_prompt + n_gen;  // positions one run writes
   const int64_t zero_blocks = (n_pos + kKvBlockSize - 1) / kKvBlockSize;
   const int64_t depth_blocks = (n_depth + n_pos + kKvBlockSize - 1) / kKvBlockSize;
   KvCache cache = model.make_cache(zero_blocks + depth_blocks, kKvBlockSize);
-  const std::vector<int32_t> zero_table = block_range(0, zero_blocks), depth_table = block_range(zero_blocks, depth_blocks);
+  const std::vector<int32_t> zero_table = block_range(0, zero_blocks),
+                             depth_table = block_range(zero_blocks, depth_blocks);
   std::vector<float> logits(static_cast<size_t>(n_vocab));
-  PONDER_RETURN_IF_ERROR(fill_context(model, cache, depth_table, n_depth, n_batch, logits.data(), pool));
-  // One sequence from position `start`: the prompt in batches of n_batch or n_gen decode steps; seconds.
+  PONDER_RETURN_IF_ERROR(
+      fill_context(model, cache, depth_table, n_depth, n_batch, logits.data(), pool));
+  // One sequence from position `start`: the prompt in batches of n_batch or n_gen decode steps;
+  // seconds.
   auto run = [&](const std::vector<int32_t>& table, int32_t start) -> Expected<double> {
     Timer t;
-    PONDER_RETURN_IF_ERROR(forward_positions(model, cache, table, start, n_pos, n_gen > 0 ? 1 : n_batch, logits.data(), pool));
+    PONDER_RETURN_IF_ERROR(forward_positions(model, cache, table, start, n_pos,
+                                             n_gen > 0 ? 1 : n_batch, logits.data(), pool));
     return t.seconds();
   };
   PairedBench out;
@@ -175,7 +188,9 @@ Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int3
 
 int64_t kv_bytes_per_position(const Qwen2Model& model) {
   const Qwen2Config& c = model.config();
-  return c.n_layer * c.n_head_kv * (kv_row_bytes(model.kv_type_k(), c.head_dim) + kv_row_bytes(model.kv_type_v(), c.head_dim));
+  return c.n_layer * c.n_head_kv *
+         (kv_row_bytes(model.kv_type_k(), c.head_dim) +
+          kv_row_bytes(model.kv_type_v(), c.head_dim));
 }
 
 double tg_roofline_fraction(const Qwen2Model& model, double depth) {
@@ -183,8 +198,11 @@ double tg_roofline_fraction(const Qwen2Model& model, double depth) {
   return w / (w + depth * static_cast<double>(kv_bytes_per_position(model)));
 }
 
-Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp, int32_t n_tg, ThreadPool& pool) {
-  if (n_pp < 1 || n_tg < 1 || max_depth < n_pp) return Status::errorf("sweep: depth {} with pp {} and tg {}: nothing to measure", max_depth, n_pp, n_tg);
+Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp,
+                                            int32_t n_tg, ThreadPool& pool) {
+  if (n_pp < 1 || n_tg < 1 || max_depth < n_pp)
+    return Status::errorf("sweep: depth {} with pp {} and tg {}: nothing to measure", max_depth,
+                          n_pp, n_tg);
   const int64_t n_vocab = model.config().n_vocab;
   const int64_t block = kKvBlockSize;
   const int64_t n_blocks = (max_depth + n_pp + n_tg + block - 1) / block;
@@ -195,7 +213,8 @@ Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth
   auto chunk = [&](int32_t first, int32_t n) -> Status {
     Batch batch;
     batch.block_tables.push_back(table);
-    for (int32_t i = 0; i < n; ++i) batch.rows.push_back({bench_token(first + i, n_vocab), first + i, 0, i + 1 == n});
+    for (int32_t i = 0; i < n; ++i)
+      batch.rows.push_back({bench_token(first + i, n_vocab), first + i, 0, i + 1 == n});
     return model.forward(batch, cache, logits.data(), pool);
   };
   PONDER_RETURN_IF_ERROR(chunk(0, n_pp));  // warm-up, overwritten below
@@ -204,7 +223,8 @@ Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth
     SweepPoint p;
     p.depth = depth;
     Timer t;
-    for (int32_t i = 0; i < n_tg; ++i) PONDER_RETURN_IF_ERROR(chunk(depth + i, 1));  // then overwritten by the prompt
+    for (int32_t i = 0; i < n_tg; ++i)
+      PONDER_RETURN_IF_ERROR(chunk(depth + i, 1));  // then overwritten by the prompt
     p.tg_s = t.seconds();
     Timer t2;
     PONDER_RETURN_IF_ERROR(chunk(depth, n_pp));

@@ -14,10 +14,10 @@
 namespace ponder {
 
 struct BenchResult {
-  int32_t n_prompt = 0;   // pp test: prompt tokens
-  int32_t n_gen = 0;      // tg test: generated tokens (per sequence)
-  int32_t n_seq = 1;      // sequences decoding together
-  int32_t n_depth = 0;    // positions already in each sequence's context when the test starts
+  int32_t n_prompt = 0;  // pp test: prompt tokens
+  int32_t n_gen = 0;     // tg test: generated tokens (per sequence)
+  int32_t n_seq = 1;     // sequences decoding together
+  int32_t n_depth = 0;   // positions already in each sequence's context when the test starts
   bool flash_attn = false;
   int n_threads = 1;
   std::vector<double> seconds;  // one per repetition
@@ -44,8 +44,9 @@ struct PairedBench {
   std::vector<double> ratios;  // per repetition: t/s at depth over t/s at depth 0
 };
 double median(std::vector<double> v);  // 0 for none
-Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen, int32_t n_depth, int reps,
-                                       ThreadPool& pool, int32_t n_batch = 512);
+Expected<PairedBench> run_bench_paired(Qwen2Model& model, int32_t n_prompt, int32_t n_gen,
+                                       int32_t n_depth, int reps, ThreadPool& pool,
+                                       int32_t n_batch = 512);
 
 // Bytes of K and V (f16) one position adds to what each decode step reads.
 int64_t kv_bytes_per_position(const Qwen2Model& model);
@@ -59,7 +60,8 @@ struct SweepPoint {
   int32_t depth = 0;
   double pp_s = 0, tg_s = 0;  // seconds for n_pp prompt tokens, for n_tg decode steps
 };
-Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp, int32_t n_tg, ThreadPool& pool);
+Expected<std::vector<SweepPoint>> run_sweep(Qwen2Model& model, int32_t max_depth, int32_t n_pp,
+                                            int32_t n_tg, ThreadPool& pool);
 
 // Bytes read from weights to generate one token: every matrix once, one embedding row.
 int64_t weight_bytes_per_token(const Qwen2Model& model);

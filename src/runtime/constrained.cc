@@ -21,9 +21,9 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const text::Tokeni
   return std::make_shared<const grammar::Vocabulary>(std::move(bytes));
 }
 
-Expected<GrammarBenchResult> run_grammar_bench(const std::string& gbnf,
-                                               std::shared_ptr<const grammar::Vocabulary> shared_vocab,
-                                               int32_t n_steps, uint64_t seed) {
+Expected<GrammarBenchResult> run_grammar_bench(
+    const std::string& gbnf, std::shared_ptr<const grammar::Vocabulary> shared_vocab,
+    int32_t n_steps, uint64_t seed) {
   const grammar::Vocabulary& vocab = *shared_vocab;
   GrammarBenchResult r;
   Timer compile;

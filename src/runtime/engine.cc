@@ -1,8 +1,8 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -21,10 +21,13 @@ constexpr int32_t kMinPrefillChunk = 16;  // prompt rows per step at least, howe
 constexpr int32_t kMaxChoices = 16;
 constexpr int32_t kMaxTopLogprobs = 20;
 
-std::vector<int> pin_list(bool pin) { return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{}; }
+std::vector<int> pin_list(bool pin) {
+  return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{};
+}
 
 // log-softmax of the raw logits at `token`, and the k most likely tokens.
-void fill_logprobs(const float* logits, int32_t n_vocab, int32_t token, int32_t k, EngineEvent* ev) {
+void fill_logprobs(const float* logits, int32_t n_vocab, int32_t token, int32_t k,
+                   EngineEvent* ev) {
   float max = -std::numeric_limits<float>::infinity();
   for (int32_t i = 0; i < n_vocab; ++i) max = std::max(max, logits[i]);
   double sum = 0;
@@ -38,7 +41,9 @@ void fill_logprobs(const float* logits, int32_t n_vocab, int32_t token, int32_t 
   for (int32_t i = 0; i < n_vocab; ++i) {
     if (static_cast<int32_t>(top.size()) == k && logits[i] <= top.back().logprob) continue;
     TokenLogprob t{i, logits[i]};
-    auto pos = std::upper_bound(top.begin(), top.end(), t, [](const TokenLogprob& a, const TokenLogprob& b) { return a.logprob > b.logprob; });
+    auto pos = std::upper_bound(
+        top.begin(), top.end(), t,
+        [](const TokenLogprob& a, const TokenLogprob& b) { return a.logprob > b.logprob; });
     top.insert(pos, t);
     if (static_cast<int32_t>(top.size()) > k) top.pop_back();
   }
@@ -57,11 +62,13 @@ struct Engine::RequestState {
 
 struct Engine::SeqState {
   SeqState(const text::Tokenizer& tok, int32_t n_vocab, const EngineRequest& req, int32_t choice)
-      : sampler(n_vocab, [&] {
-          SamplerParams p = req.options.sampling;
-          p.seed += static_cast<uint64_t>(choice);  // each choice its own stream, reproducibly
-          return p;
-        }()),
+      : sampler(n_vocab,
+                [&] {
+                  SamplerParams p = req.options.sampling;
+                  p.seed +=
+                      static_cast<uint64_t>(choice);  // each choice its own stream, reproducibly
+                  return p;
+                }()),
         decoder(tok),
         stops(req.options.stop),
         splitter(req.starts_in_thinking && req.split_reasoning),
@@ -73,8 +80,8 @@ struct Engine::SeqState {
   int32_t reasoning_budget = -1;
   std::deque<int32_t> forced;  // tokens to emit next instead of sampling ("</think>\n\n")
   bool stop_at_eog = true;
-  bool started = false;  // its prompt has had a step
-  bool answering = true;  // past R1's thinking (the grammar, if any, applies)
+  bool started = false;                       // its prompt has had a step
+  bool answering = true;                      // past R1's thinking (the grammar, if any, applies)
   std::unique_ptr<grammar::Matcher> matcher;  // the request's grammar, this choice's place in it
   Sampler sampler;
   text::StreamDecoder decoder;
@@ -91,16 +98,22 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
       tokenizer_(tokenizer),
       config_(config),
       max_context_(0),
-      cache_(model.make_cache((std::max(config.kv_positions, kKvBlockSize) + kKvBlockSize - 1) / kKvBlockSize, kKvBlockSize)),
-      scheduler_(SchedulerConfig{config.max_running, config.max_batch}, static_cast<int32_t>(cache_.n_blocks())) {
+      cache_(model.make_cache(
+          (std::max(config.kv_positions, kKvBlockSize) + kKvBlockSize - 1) / kKvBlockSize,
+          kKvBlockSize)),
+      scheduler_(SchedulerConfig{config.max_running, config.max_batch},
+                 static_cast<int32_t>(cache_.n_blocks())) {
   const int64_t pool_positions = cache_.n_blocks() * kKvBlockSize;
   int64_t ctx = config_.max_context > 0 ? config_.max_context : pool_positions;
-  if (model.config().n_ctx_train > 0 && config_.max_context <= 0) ctx = std::min(ctx, model.config().n_ctx_train);
+  if (model.config().n_ctx_train > 0 && config_.max_context <= 0)
+    ctx = std::min(ctx, model.config().n_ctx_train);
   max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
-  logits_.resize(static_cast<size_t>(config_.max_running) * static_cast<size_t>(model.config().n_vocab));
+  logits_.resize(static_cast<size_t>(config_.max_running) *
+                 static_cast<size_t>(model.config().n_vocab));
   recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
   end_think_tokens_ = tokenizer_.encode("</think>\n\n", true);
-  if (const std::vector<int32_t> t = tokenizer_.encode("</think>", true); t.size() == 1) think_end_token_ = t[0];
+  if (const std::vector<int32_t> t = tokenizer_.encode("</think>", true); t.size() == 1)
+    think_end_token_ = t[0];
   grammar_vocab_ = grammar_vocabulary(tokenizer_, static_cast<int32_t>(model.config().n_vocab));
   masked_logits_.resize(static_cast<size_t>(model.config().n_vocab));
   thread_ = std::thread([this] { loop(); });
@@ -127,31 +140,44 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
   if (n_prompt == 0) return reject(Status::error("the prompt is empty"), invalid);
   for (int32_t i = 0; i < n_prompt; ++i) {
     if (req.prompt[i] < 0 || req.prompt[i] >= n_vocab) {
-      return reject(Status::errorf("prompt token {} at position {} is outside the vocabulary [0, {})", req.prompt[i], i, n_vocab), invalid);
+      return reject(
+          Status::errorf("prompt token {} at position {} is outside the vocabulary [0, {})",
+                         req.prompt[i], i, n_vocab),
+          invalid);
     }
   }
-  if (Status st = validate_sampler_params(req.options.sampling, n_vocab); !st.is_ok()) return reject(st, invalid);
+  if (Status st = validate_sampler_params(req.options.sampling, n_vocab); !st.is_ok())
+    return reject(st, invalid);
   if (req.n_choices < 1 || req.n_choices > kMaxChoices) {
-    return reject(Status::errorf("n is {}; it must be between 1 and {}", req.n_choices, kMaxChoices), invalid);
+    return reject(
+        Status::errorf("n is {}; it must be between 1 and {}", req.n_choices, kMaxChoices),
+        invalid);
   }
   if (req.n_logprobs > kMaxTopLogprobs) {
-    return reject(Status::errorf("top logprobs is {}; at most {}", req.n_logprobs, kMaxTopLogprobs), invalid);
+    return reject(Status::errorf("top logprobs is {}; at most {}", req.n_logprobs, kMaxTopLogprobs),
+                  invalid);
   }
   if (req.options.max_tokens < 0) {
-    return reject(Status::errorf("max_tokens is {}; it must not be negative", req.options.max_tokens), invalid);
+    return reject(
+        Status::errorf("max_tokens is {}; it must not be negative", req.options.max_tokens),
+        invalid);
   }
   if (n_prompt >= max_context_ + (req.prefill_only ? 1 : 0)) {
-    return reject(Status::errorf("the prompt has {} tokens but the context holds {}", n_prompt, max_context_), StatusKind::kTooLong);
+    return reject(
+        Status::errorf("the prompt has {} tokens but the context holds {}", n_prompt, max_context_),
+        StatusKind::kTooLong);
   }
   if (req.prefill_only) {
     req.n_choices = 1;
     req.options.max_tokens = 0;
   } else if (req.options.max_tokens == 0) {
     req.options.max_tokens = max_context_ - n_prompt;
-  } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_ && !config_.context_shift) {
-    return reject(Status::errorf("this request needs {} tokens ({} in the prompt + {} to generate) but the context holds {}",
-                                 static_cast<int64_t>(n_prompt) + req.options.max_tokens, n_prompt, req.options.max_tokens,
-                                 max_context_),
+  } else if (static_cast<int64_t>(n_prompt) + req.options.max_tokens > max_context_ &&
+             !config_.context_shift) {
+    return reject(Status::errorf("this request needs {} tokens ({} in the prompt + {} to generate) "
+                                 "but the context holds {}",
+                                 static_cast<int64_t>(n_prompt) + req.options.max_tokens, n_prompt,
+                                 req.options.max_tokens, max_context_),
                   StatusKind::kTooLong);
   }
   std::unique_lock<std::mutex> lock(mu_);
@@ -159,7 +185,9 @@ Expected<uint64_t> Engine::submit(EngineRequest req) {
   const int32_t queued = static_cast<int32_t>(inbox_.size()) + n_waiting_;
   if (queued >= config_.max_queue) {
     lock.unlock();
-    return reject(Status::errorf("busy: {} requests are already waiting (at most {})", queued, config_.max_queue), StatusKind::kBusy);
+    return reject(Status::errorf("busy: {} requests are already waiting (at most {})", queued,
+                                 config_.max_queue),
+                  StatusKind::kBusy);
   }
   const uint64_t id = next_request_++;
   inbox_.emplace_back(id, std::move(req));
@@ -213,12 +241,14 @@ void Engine::admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox) {
       st->request = id;
       st->choice = c;
       st->max_tokens = req.options.max_tokens;
-      const int32_t keep = req.options.n_keep == GenerateOptions::kKeepDefault ? config_.n_keep : req.options.n_keep;
+      const int32_t keep =
+          req.options.n_keep == GenerateOptions::kKeepDefault ? config_.n_keep : req.options.n_keep;
       st->n_keep = keep < 0 ? seq->n_prompt : keep;
       st->reasoning_budget = req.starts_in_thinking ? req.options.reasoning_budget : -1;
       st->stop_at_eog = req.options.stop_at_eog;
       st->answering = !req.starts_in_thinking;
-      if (req.options.grammar) st->matcher = std::make_unique<grammar::Matcher>(req.options.grammar, grammar_vocab_);
+      if (req.options.grammar)
+        st->matcher = std::make_unique<grammar::Matcher>(req.options.grammar, grammar_vocab_);
       st->stats.n_prompt = seq->n_prompt;
       for (int32_t t : req.prompt) st->sampler.accept(t);
       seqs_[seq->id] = std::move(st);
@@ -246,7 +276,8 @@ void Engine::finish(uint64_t seq_id, const std::string& reason, const std::strin
     ev.content = a.content + b.content;
   }
   if (const Sequence* seq = scheduler_.find(seq_id)) st.stats.n_preempted = seq->n_preempted;
-  if (st.stats.n_gen > 0) st.stats.gen_s = st.stats.ttft_s > 0 ? st.since_submit.seconds() - st.stats.ttft_s : 0;
+  if (st.stats.n_gen > 0)
+    st.stats.gen_s = st.stats.ttft_s > 0 ? st.since_submit.seconds() - st.stats.ttft_s : 0;
   st.stats.finish_reason = reason;
   ev.stats = std::move(st.stats);
   scheduler_.remove(seq_id);
@@ -271,7 +302,8 @@ int32_t Engine::prefill_budget() const {
   if (scheduler_.n_decoding() == 0) return config_.max_batch;  // nobody to keep waiting
   const double room = config_.max_step_s - decode_step_s_;
   const double rows = room / std::max(s_per_prompt_row_, 1e-6);
-  return static_cast<int32_t>(std::clamp(rows, static_cast<double>(kMinPrefillChunk), static_cast<double>(config_.max_batch)));
+  return static_cast<int32_t>(std::clamp(rows, static_cast<double>(kMinPrefillChunk),
+                                         static_cast<double>(config_.max_batch)));
 }
 
 void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
@@ -323,10 +355,12 @@ void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
     }
   }
   if (rs.sink) rs.sink(std::move(ev));
-  if (!st.answering && (token == think_end_token_ || (think_end_token_ < 0 && !st.thinking.in_thinking()))) {
+  if (!st.answering &&
+      (token == think_end_token_ || (think_end_token_ < 0 && !st.thinking.in_thinking()))) {
     st.answering = true;
   }
-  if (st.reasoning_budget >= 0 && st.forced.empty() && !st.answering && st.stats.n_reasoning >= st.reasoning_budget) {
+  if (st.reasoning_budget >= 0 && st.forced.empty() && !st.answering &&
+      st.stats.n_reasoning >= st.reasoning_budget) {
     force_end_of_thinking(st, false);
   }
   bool grammar_done = false;
@@ -382,9 +416,11 @@ void Engine::shift_context(SeqState& st, Sequence& seq) {
     return;
   }
   for (const BlockCopy& c : cs.copies) cache_.copy_block(c.src, c.dst, c.n_slots);
-  for (size_t i = 0; i < cs.blocks.size(); ++i) model_.rotate_keys(cache_, cs.blocks[i], cs.n_slots[i], cs.delta);
+  for (size_t i = 0; i < cs.blocks.size(); ++i)
+    model_.rotate_keys(cache_, cs.blocks[i], cs.n_slots[i], cs.delta);
   st.stats.n_shifts++;
-  log_debug("engine: context shift of sequence {}: kept {}, dropped {}, moved {} blocks", seq.id, cs.n_kept, cs.n_dropped, cs.blocks.size());
+  log_debug("engine: context shift of sequence {}: kept {}, dropped {}, moved {} blocks", seq.id,
+            cs.n_kept, cs.n_dropped, cs.blocks.size());
 }
 
 void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
@@ -408,7 +444,8 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     const StepChunk& c = plan.chunks[i];
     batch.block_tables.emplace_back(c.seq->blocks);
     for (int32_t p = c.begin; p < c.end; ++p) {
-      batch.rows.push_back({c.seq->tokens[static_cast<size_t>(p)], p, static_cast<int32_t>(i), c.logits && p + 1 == c.end});
+      batch.rows.push_back({c.seq->tokens[static_cast<size_t>(p)], p, static_cast<int32_t>(i),
+                            c.logits && p + 1 == c.end});
     }
     SeqState& st = *seqs_.at(c.seq->id);
     if (!st.started) {
@@ -453,13 +490,15 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     if (c.logits) to_sample.push_back({c.seq, k++});
   }
   const int64_t n_vocab = model_.config().n_vocab;
-  for (auto [seq, row] : to_sample) sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
+  for (auto [seq, row] : to_sample)
+    sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
 
   const int32_t prompt_rows = plan.n_rows - plan.n_decode;
   if (prompt_rows == 0) {
     decode_step_s_ = 0.8 * decode_step_s_ + 0.2 * dt;
   } else if (prompt_rows >= 8) {
-    const double per_row = std::max(0.0, dt - (plan.n_decode > 0 ? decode_step_s_ : 0.0)) / prompt_rows;
+    const double per_row =
+        std::max(0.0, dt - (plan.n_decode > 0 ? decode_step_s_ : 0.0)) / prompt_rows;
     s_per_prompt_row_ = 0.7 * s_per_prompt_row_ + 0.3 * per_row;
   }
   recorder_.update([&](EngineCounters& c) {
@@ -476,8 +515,10 @@ void Engine::loop() {
   // The pools are made here: a pool pins (with --pin) and runs its thread 0 on the calling thread.
   ThreadPool pool(config_.threads.n_threads, pin_list(config_.threads.pin));
   std::unique_ptr<ThreadPool> batch_pool;
-  if (config_.threads.n_threads_batch > 0 && config_.threads.n_threads_batch != config_.threads.n_threads) {
-    batch_pool = std::make_unique<ThreadPool>(config_.threads.n_threads_batch, pin_list(config_.threads.pin));
+  if (config_.threads.n_threads_batch > 0 &&
+      config_.threads.n_threads_batch != config_.threads.n_threads) {
+    batch_pool = std::make_unique<ThreadPool>(config_.threads.n_threads_batch,
+                                              pin_list(config_.threads.pin));
   }
   for (;;) {
     std::deque<std::pair<uint64_t, EngineRequest>> inbox;
@@ -487,11 +528,14 @@ void Engine::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty();  // gauges already updated
       if (idle_) idle_cv_.notify_all();
-      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !end_thinking_.empty() || !scheduler_.idle(); });
+      cv_.wait(lock, [&] {
+        return stop_ || !inbox_.empty() || !cancels_.empty() || !end_thinking_.empty() ||
+               !scheduler_.idle();
+      });
       if (stop_) break;
       inbox.swap(inbox_);
       cancels.swap(cancels_);
-    end_thinking.swap(end_thinking_);
+      end_thinking.swap(end_thinking_);
       n_waiting_ += static_cast<int32_t>(inbox.size());  // queued until the next count
     }
     admit(inbox);
@@ -514,7 +558,8 @@ void Engine::loop() {
       }
     }
     const KvPool& kv = scheduler_.pool();
-    recorder_.set_gauges(n_waiting_, scheduler_.n_running(), kv.n_blocks(), kv.n_used(), kv.n_cached(), kKvBlockSize);
+    recorder_.set_gauges(n_waiting_, scheduler_.n_running(), kv.n_blocks(), kv.n_used(),
+                         kv.n_cached(), kKvBlockSize);
   }
   // Stopping: every request still here ends cancelled.
   std::deque<std::pair<uint64_t, EngineRequest>> inbox;

@@ -22,9 +22,9 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "grammar/token_mask.h"
 #include "model/qwen2_model.h"
 #include "runtime/engine_metrics.h"
-#include "grammar/token_mask.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
 #include "text/tokenizer.h"
@@ -79,7 +79,9 @@ class Engine {
   void shift_context(SeqState& st, Sequence& seq);
   void force_end_of_thinking(SeqState& st, bool on_request);
   // Queues a request id for the engine thread (cancels_, end_thinking_); false if it is not live.
-  bool push_if_live(std::vector<uint64_t>* queue, uint64_t request);  // queue "</think>\n\n" unless already answering  // the context is full: shift, or end it
+  bool push_if_live(std::vector<uint64_t>* queue,
+                    uint64_t request);  // queue "</think>\n\n" unless already answering  // the
+                                        // context is full: shift, or end it
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;
@@ -100,11 +102,11 @@ class Engine {
   std::deque<std::pair<uint64_t, EngineRequest>> inbox_;
   std::vector<uint64_t> cancels_;
   std::vector<uint64_t> end_thinking_;
-  std::vector<int32_t> end_think_tokens_;  // "</think>\n\n"
-  int32_t think_end_token_ = -1;           // "</think>" when it is one token
+  std::vector<int32_t> end_think_tokens_;                     // "</think>\n\n"
+  int32_t think_end_token_ = -1;                              // "</think>" when it is one token
   std::shared_ptr<const grammar::Vocabulary> grammar_vocab_;  // token bytes for grammar masks
-  std::vector<float> masked_logits_;       // [n_vocab] scratch of a constrained step
-  std::map<uint64_t, bool> live_;  // requests queued or running (value unused)
+  std::vector<float> masked_logits_;  // [n_vocab] scratch of a constrained step
+  std::map<uint64_t, bool> live_;     // requests queued or running (value unused)
   uint64_t next_request_ = 1;
   int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started
   bool stop_ = false;
@@ -116,8 +118,8 @@ class Engine {
   uint64_t next_seq_ = 1;
   std::map<uint64_t, std::unique_ptr<SeqState>> seqs_;
   std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
-  std::vector<float> logits_;  // [max_running, n_vocab]
-  double decode_step_s_ = 0.05;   // measured: a step with decode rows only
+  std::vector<float> logits_;       // [max_running, n_vocab]
+  double decode_step_s_ = 0.05;     // measured: a step with decode rows only
   double s_per_prompt_row_ = 0.01;  // measured: what each prompt row adds to a step
 
   std::thread thread_;

@@ -11,7 +11,8 @@ namespace {
 constexpr std::chrono::milliseconds kSampleEvery{500};
 constexpr std::chrono::seconds kWindow{5};
 
-double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
@@ -20,7 +21,9 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 double process_cpu_seconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  auto sec = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+  };
   return sec(ru.ru_utime) + sec(ru.ru_stime);
 }
 
@@ -42,7 +45,8 @@ void MetricsRecorder::set_gauges(int32_t waiting, int32_t running, int32_t block
 
 void MetricsRecorder::sample_locked() const {
   const auto now = std::chrono::steady_clock::now();
-  if (now - samples_.back().t >= kSampleEvery) samples_.push_back({now, process_cpu_seconds(), counters_});
+  if (now - samples_.back().t >= kSampleEvery)
+    samples_.push_back({now, process_cpu_seconds(), counters_});
   while (samples_.size() > 2 && now - samples_[1].t > kWindow) samples_.pop_front();
 }
 

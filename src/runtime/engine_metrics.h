@@ -15,9 +15,9 @@
 namespace ponder {
 
 struct EngineCounters {
-  int64_t requests = 0;            // accepted
-  int64_t requests_rejected = 0;   // refused by submit (bad request, busy)
-  int64_t requests_finished = 0;   // ended by stop / length
+  int64_t requests = 0;           // accepted
+  int64_t requests_rejected = 0;  // refused by submit (bad request, busy)
+  int64_t requests_finished = 0;  // ended by stop / length
   int64_t requests_cancelled = 0;
   int64_t prompt_tokens = 0;         // of admitted sequences
   int64_t prompt_tokens_cached = 0;  // of those, taken from the prefix cache
@@ -25,8 +25,8 @@ struct EngineCounters {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
-  double busy_s = 0;        // time spent in forward passes
-  double ttft_sum_s = 0;    // over first tokens
+  double busy_s = 0;      // time spent in forward passes
+  double ttft_sum_s = 0;  // over first tokens
   int64_t ttft_count = 0;
   double ttft_last_s = 0;
   // Time to first token as a histogram: how many were at most kTtftBuckets[i] seconds.
@@ -52,9 +52,11 @@ struct EngineMetrics {
   double prompt_tps = 0;  // prompt positions computed per second
   double gen_tps = 0;     // tokens generated per second, all requests
   double steps_per_s = 0;
-  double cpu_util = 0;    // CPU time of the process / wall time / cores: 0..1
+  double cpu_util = 0;  // CPU time of the process / wall time / cores: 0..1
   double uptime_s = 0;
-  double ttft_mean_s() const { return total.ttft_count ? total.ttft_sum_s / static_cast<double>(total.ttft_count) : 0; }
+  double ttft_mean_s() const {
+    return total.ttft_count ? total.ttft_sum_s / static_cast<double>(total.ttft_count) : 0;
+  }
 };
 
 class MetricsRecorder {

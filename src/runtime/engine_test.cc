@@ -35,7 +35,7 @@ struct Stream {
   std::condition_variable cv;
   std::map<int32_t, Choice> choices;
   int32_t n_done = 0;
-  int32_t first_tokens = 0;  // events seen, for "cancel after k tokens"
+  int32_t first_tokens = 0;       // events seen, for "cancel after k tokens"
   std::vector<int32_t> progress;  // kProgress: prompt positions done
 
   EventSink sink() {
@@ -80,7 +80,8 @@ EngineConfig config(int32_t kv_positions, int32_t max_running = 8, int32_t max_b
   return c;
 }
 
-EngineRequest request(const std::vector<int32_t>& prompt, int32_t max_tokens, float temp, uint64_t seed) {
+EngineRequest request(const std::vector<int32_t>& prompt, int32_t max_tokens, float temp,
+                      uint64_t seed) {
   EngineRequest r;
   r.prompt = prompt;
   r.options.max_tokens = max_tokens;
@@ -146,7 +147,8 @@ void check_invariance(const std::string& type, bool flash, uint32_t seed) {
   ASSERT_EQ(alone.tokens.size(), 24u);
   for (bool tight : {false, true}) {
     std::mt19937 rng(seed + tight);
-    Engine engine(*f->model, f->tokenizer, config(tight ? 256 : 2048, 4, 7 + static_cast<int32_t>(rng() % 9)));
+    Engine engine(*f->model, f->tokenizer,
+                  config(tight ? 256 : 2048, 4, 7 + static_cast<int32_t>(rng() % 9)));
     const int n_others = 1 + static_cast<int>(rng() % 7);
     std::vector<std::unique_ptr<Stream>> others;
     Stream mine;
@@ -169,7 +171,8 @@ void check_invariance(const std::string& type, bool flash, uint32_t seed) {
     mine.wait();
     for (auto& o : others) o->wait();
     const Stream::Choice& got = mine.choices[0];
-    EXPECT_EQ(got.tokens, alone.tokens) << type << (flash ? " flash" : "") << (tight ? " tight" : "");
+    EXPECT_EQ(got.tokens, alone.tokens)
+        << type << (flash ? " flash" : "") << (tight ? " tight" : "");
     EXPECT_EQ(got.logprobs, alone.logprobs) << type;
     EXPECT_EQ(got.content, alone.content) << type;
     if (tight) {
@@ -238,7 +241,8 @@ TEST(EngineTest, CancelDuringPrefillDecodeAndQueueFreesEverything) {
   c.sink = queued.sink();
   auto idc = engine.submit(c);  // waits behind a (max_running 1)
   ASSERT_TRUE(ida.has_value() && idc.has_value());
-  while (engine.metrics().total.prompt_rows == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  while (engine.metrics().total.prompt_rows == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   EXPECT_TRUE(engine.cancel(*idc));
   EXPECT_TRUE(engine.cancel(*ida));
   prefill.wait();
@@ -308,12 +312,14 @@ TEST(EngineTest, TheSecondR1TurnPrefillsOnlyTheNewUserMessage) {
   auto tokens_of = [&](const std::vector<text::ChatMessage>& m, bool gen) {
     return text::tokenize_chat(f->tokenizer, *tmpl->render(m, gen));
   };
-  std::vector<text::ChatMessage> history{{"system", "You are terse."}, {"user", "What is two plus two, and why?"}};
+  std::vector<text::ChatMessage> history{{"system", "You are terse."},
+                                         {"user", "What is two plus two, and why?"}};
   EngineRequest r1 = request(tokens_of(history, true), 40, 0, 0);
   r1.starts_in_thinking = true;
   Stream::Choice turn1 = run_one(engine, r1);
   // The client sends back what it showed, thinking included; the template drops the thinking.
-  history.push_back({"assistant", "<think>\n" + turn1.reasoning + "</think>\n\n" + turn1.content + " Four."});
+  history.push_back(
+      {"assistant", "<think>\n" + turn1.reasoning + "</think>\n\n" + turn1.content + " Four."});
   // The engine warms the answer-only form of the turn while the user types.
   EngineRequest warm;
   warm.prompt = tokens_of(history, false);
@@ -331,7 +337,8 @@ TEST(EngineTest, TheSecondR1TurnPrefillsOnlyTheNewUserMessage) {
   Stream::Choice turn2 = run_one(engine, r2);
   // Prefilled: "<｜User｜>And three plus three?<｜Assistant｜><think>\n" and nothing else.
   EXPECT_EQ(turn2.stats.n_reused, static_cast<int32_t>(warm.prompt.size()));
-  EXPECT_EQ(turn2.stats.n_prompt - turn2.stats.n_reused, static_cast<int32_t>(turn2_prompt.size() - warm.prompt.size()));
+  EXPECT_EQ(turn2.stats.n_prompt - turn2.stats.n_reused,
+            static_cast<int32_t>(turn2_prompt.size() - warm.prompt.size()));
   expect_clean(engine);
 }
 
@@ -341,7 +348,9 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
   const auto p = prompt_tokens(f->tokenizer, 1);
   auto too_long = engine.submit(request(p, 256, 0, 0));
   ASSERT_FALSE(too_long.has_value());
-  EXPECT_NE(too_long.status().message().find(fmt::format("({} in the prompt + 256 to generate)", p.size())), std::string::npos)
+  EXPECT_NE(too_long.status().message().find(
+                fmt::format("({} in the prompt + 256 to generate)", p.size())),
+            std::string::npos)
       << too_long.status().message();
   EXPECT_EQ(too_long.status().kind(), StatusKind::kTooLong);
   EXPECT_EQ(engine.submit(request({}, 5, 0, 0)).status().kind(), StatusKind::kInvalidInput);
@@ -361,11 +370,13 @@ TEST(EngineTest, RefusesWhatCannotFitBeforeAnyWork) {
 // same tokens as without it.
 TEST(EngineTest, ProgressEventsFollowAChunkedPrompt) {
   auto f = load("Q8_0");
-  Engine engine(*f->model, f->tokenizer, config(2048, 8, 64));  // 64 rows a step: 1,200 tokens in 19 steps
+  Engine engine(*f->model, f->tokenizer,
+                config(2048, 8, 64));  // 64 rows a step: 1,200 tokens in 19 steps
   const std::vector<int32_t> prompt = long_prompt_of(f->tokenizer, 1200);
   Stream::Choice a;
   {
-    Engine other(*f->model, f->tokenizer, config(2048, 8, 64));  // (a cache of its own: not a prefix hit)
+    Engine other(*f->model, f->tokenizer,
+                 config(2048, 8, 64));  // (a cache of its own: not a prefix hit)
     a = run_one(other, request(prompt, 4, 0, 0));
   }
   Stream s;
@@ -404,7 +415,8 @@ TEST(EngineTest, AReasoningBudgetAndEndThinkingForceTheAnswer) {
   free_r.options.reasoning_budget = -1;
   const Stream::Choice b = run_one(engine, free_r);
   EXPECT_FALSE(b.stats.thinking_cut);
-  EXPECT_TRUE(std::equal(b.tokens.begin(), b.tokens.begin() + 6, a.tokens.begin()));  // same until the cut
+  EXPECT_TRUE(
+      std::equal(b.tokens.begin(), b.tokens.begin() + 6, a.tokens.begin()));  // same until the cut
   // end_thinking on a running request: the answer starts within a step or two.
   Stream s;
   EngineRequest long_r = request(prompt_tokens(f->tokenizer, 4), 400, 0, 0);
@@ -418,7 +430,8 @@ TEST(EngineTest, AReasoningBudgetAndEndThinkingForceTheAnswer) {
   s.wait();
   const Stream::Choice& c = s.choices[0];
   EXPECT_TRUE(c.stats.thinking_cut && c.stats.thinking_cut_on_request);
-  const auto cut = std::search(c.tokens.begin(), c.tokens.end(), end_think.begin(), end_think.end());
+  const auto cut =
+      std::search(c.tokens.begin(), c.tokens.end(), end_think.begin(), end_think.end());
   ASSERT_NE(cut, c.tokens.end());
   EXPECT_LT(cut - c.tokens.begin(), 200);
   EXPECT_FALSE(engine.end_thinking(*id));  // finished
@@ -474,7 +487,9 @@ std::shared_ptr<grammar::Grammar> answer_grammar(int32_t leading_newlines) {
   grammar::CompileOptions o;
   o.leading_newlines = leading_newlines;
   auto g = grammar::Grammar::compile(
-      "root ::= \"{\\\"n\\\": \" [0-9]{1,3} \", \\\"ok\\\": \" (\"true\" | \"false\") \", \\\"tag\\\": \\\"\" [a-z ]{0,12} \"\\\"}\"\n", o);
+      "root ::= \"{\\\"n\\\": \" [0-9]{1,3} \", \\\"ok\\\": \" (\"true\" | \"false\") \", "
+      "\\\"tag\\\": \\\"\" [a-z ]{0,12} \"\\\"}\"\n",
+      o);
   EXPECT_TRUE(g.has_value()) << g.status().message();
   return *g;
 }
@@ -488,7 +503,8 @@ TEST(EngineTest, ConstrainedAnswersFollowTheGrammarAloneAndBatched) {
   Engine engine(*f->model, f->tokenizer, config(8192));
   const auto g = answer_grammar(2);
   auto constrained = [&](int i, bool thinking) {
-    EngineRequest r = request(prompt_tokens(f->tokenizer, i), 120, 1.0f, 100 + static_cast<uint64_t>(i));
+    EngineRequest r =
+        request(prompt_tokens(f->tokenizer, i), 120, 1.0f, 100 + static_cast<uint64_t>(i));
     r.starts_in_thinking = thinking;
     r.options.stop_at_eog = true;
     r.options.reasoning_budget = thinking ? 4 + i % 5 : -1;
@@ -512,14 +528,17 @@ TEST(EngineTest, ConstrainedAnswersFollowTheGrammarAloneAndBatched) {
   std::vector<std::unique_ptr<Stream>> streams;
   for (int i = 0; i < 9; ++i) {
     auto s = std::make_unique<Stream>();
-    EngineRequest r = i < 6 ? constrained(i, i % 3 != 2) : request(prompt_tokens(f->tokenizer, i), 40, 1.0f, 7);
+    EngineRequest r =
+        i < 6 ? constrained(i, i % 3 != 2) : request(prompt_tokens(f->tokenizer, i), 40, 1.0f, 7);
     r.sink = s->sink();
     ASSERT_TRUE(engine.submit(std::move(r)).has_value());
     streams.push_back(std::move(s));
   }
   for (int i = 0; i < 6; ++i) {
     streams[static_cast<size_t>(i)]->wait();
-    EXPECT_EQ(streams[static_cast<size_t>(i)]->choices[0].tokens, alone[static_cast<size_t>(i)].tokens) << i;
+    EXPECT_EQ(streams[static_cast<size_t>(i)]->choices[0].tokens,
+              alone[static_cast<size_t>(i)].tokens)
+        << i;
   }
   for (int i = 6; i < 9; ++i) streams[static_cast<size_t>(i)]->wait();
 

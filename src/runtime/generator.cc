@@ -10,7 +10,9 @@
 
 namespace ponder {
 namespace {
-std::vector<int> pin_list(bool pin) { return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{}; }
+std::vector<int> pin_list(bool pin) {
+  return pin ? cpu_topology().one_cpu_per_core : std::vector<int>{};
+}
 }  // namespace
 
 Generator::Generator(Qwen2Model& model, const text::Tokenizer& tokenizer, int32_t n_ctx,
@@ -42,7 +44,8 @@ Status Generator::forward_chunk(const std::vector<int32_t>& tokens, size_t begin
     return st;
   }
   cached_.resize(begin);
-  cached_.insert(cached_.end(), tokens.begin() + static_cast<long>(begin), tokens.begin() + static_cast<long>(end));
+  cached_.insert(cached_.end(), tokens.begin() + static_cast<long>(begin),
+                 tokens.begin() + static_cast<long>(end));
   return Status::ok();
 }
 
@@ -50,17 +53,20 @@ Expected<int32_t> Generator::evaluate(const std::vector<int32_t>& tokens, bool a
                                       std::vector<float>* logits) {
   if (tokens.empty()) return Status::error("the prompt is empty");
   if (static_cast<int64_t>(tokens.size()) > n_ctx_) {
-    return Status::errorf("the prompt has {} tokens but the context holds {}", tokens.size(), n_ctx_);
+    return Status::errorf("the prompt has {} tokens but the context holds {}", tokens.size(),
+                          n_ctx_);
   }
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-      return Status::errorf("token {} at position {} is outside the vocabulary [0, {})", tokens[i], i, n_vocab);
+      return Status::errorf("token {} at position {} is outside the vocabulary [0, {})", tokens[i],
+                            i, n_vocab);
     }
   }
   // Reuse the common prefix, but always recompute the last token to get its logits.
   size_t reuse = 0;
-  while (reuse < cached_.size() && reuse + 1 < tokens.size() && cached_[reuse] == tokens[reuse]) ++reuse;
+  while (reuse < cached_.size() && reuse + 1 < tokens.size() && cached_[reuse] == tokens[reuse])
+    ++reuse;
   cached_.resize(reuse);
   const size_t n_new = tokens.size() - reuse;
   logits->resize(static_cast<size_t>((all_logits ? n_new : 1) * n_vocab));
@@ -76,7 +82,8 @@ Expected<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt,
                                             const GenerateOptions& opts,
                                             const std::function<void(std::string_view)>& on_text,
                                             const std::atomic<bool>* cancel) {
-  PONDER_RETURN_IF_ERROR(validate_sampler_params(opts.sampling, static_cast<int32_t>(model_.config().n_vocab)));
+  PONDER_RETURN_IF_ERROR(
+      validate_sampler_params(opts.sampling, static_cast<int32_t>(model_.config().n_vocab)));
   GenerateStats stats;
   Timer total;
   std::vector<float> logits;

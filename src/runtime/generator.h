@@ -55,11 +55,11 @@ class Generator {
   const text::Tokenizer& tokenizer_;
   int32_t n_ctx_;
   int32_t n_batch_;
-  ThreadPool pool_;                          // decode steps
-  std::unique_ptr<ThreadPool> batch_pool_;   // prompt chunks, when --threads-batch differs
+  ThreadPool pool_;                         // decode steps
+  std::unique_ptr<ThreadPool> batch_pool_;  // prompt chunks, when --threads-batch differs
   KvCache cache_;
-  std::vector<int32_t> blocks_;   // the sequence's blocks: 0, 1, 2, ...
-  std::vector<int32_t> cached_;   // tokens whose K/V are in the cache, by position
+  std::vector<int32_t> blocks_;  // the sequence's blocks: 0, 1, 2, ...
+  std::vector<int32_t> cached_;  // tokens whose K/V are in the cache, by position
 };
 
 }  // namespace ponder

@@ -22,7 +22,8 @@ GenerateOptions greedy(int n) {
 TEST(GeneratorTest, PrefixReuseAndChunkingGiveTheSameTokens) {
   auto owned = load_tiny_model("Q8_0");
   TinyModel& f = *owned;
-  const auto prompt = f.tokenizer.encode("The quick brown fox jumps over the lazy dog. Then", false);
+  const auto prompt =
+      f.tokenizer.encode("The quick brown fox jumps over the lazy dog. Then", false);
   Generator fresh(*f.model, f.tokenizer, 256, 2, /*n_batch=*/256);
   auto a = fresh.generate(prompt, greedy(12), [](std::string_view) {});
   ASSERT_TRUE(a.has_value()) << a.status().message();
@@ -84,7 +85,8 @@ TEST(GeneratorTest, StopsAtContextEndAndOnCancel) {
   EXPECT_EQ(s->finish_reason, "context");
   EXPECT_EQ(s->n_gen, 13);  // positions 4..15 plus the last sampled token
   std::atomic<bool> cancel{true};
-  auto c = g.generate({1, 2, 3}, greedy(100), [](std::string_view) {}, &cancel);
+  auto c = g.generate(
+      {1, 2, 3}, greedy(100), [](std::string_view) {}, &cancel);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->finish_reason, "cancelled");
   EXPECT_EQ(c->n_gen, 0);

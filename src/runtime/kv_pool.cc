@@ -58,7 +58,8 @@ PrefixMatch KvPool::find_prefix(std::span<const int32_t> tokens, int32_t max_tok
     const Block& b = blocks_[static_cast<size_t>(it->second)];
     const int32_t limit = std::min(rest, b.n_filled);
     int32_t n = 0;
-    while (n < limit && b.tokens[static_cast<size_t>(n)] == tokens[static_cast<size_t>(pos + n)]) ++n;
+    while (n < limit && b.tokens[static_cast<size_t>(n)] == tokens[static_cast<size_t>(pos + n)])
+      ++n;
     if (n > m.copy_tokens) {
       m.copy_tokens = n;
       m.copy_from = it->second;
@@ -132,8 +133,8 @@ int32_t KvPool::adopt(std::vector<int32_t>* table, const PrefixMatch& match,
     d.parent_hash = src.parent_hash;
     children_.emplace(d.parent_hash, dst);
     d.in_children = true;
-    PONDER_DCHECK(std::equal(d.tokens.begin(), d.tokens.begin() + match.copy_tokens,
-                             tokens.begin() + n));
+    PONDER_DCHECK(
+        std::equal(d.tokens.begin(), d.tokens.begin() + match.copy_tokens, tokens.begin() + n));
     table->push_back(dst);
     *copy = BlockCopy{match.copy_from, dst, match.copy_tokens};
     n += match.copy_tokens;
@@ -144,7 +145,8 @@ int32_t KvPool::adopt(std::vector<int32_t>* table, const PrefixMatch& match,
 }
 
 bool KvPool::allocate(std::vector<int32_t>* table, int32_t n_positions) {
-  const int32_t need = (n_positions + kKvBlockSize - 1) / kKvBlockSize - static_cast<int32_t>(table->size());
+  const int32_t need =
+      (n_positions + kKvBlockSize - 1) / kKvBlockSize - static_cast<int32_t>(table->size());
   if (need <= 0) return true;
   if (need > n_available()) return false;
   for (int32_t i = 0; i < need; ++i) table->push_back(take_block());
@@ -166,7 +168,9 @@ void KvPool::fill(std::span<const int32_t> table, std::span<const int32_t> token
       continue;
     }
     if (slot == 0) {
-      b.parent_hash = idx == 0 ? kRootHash : blocks_[static_cast<size_t>(table[static_cast<size_t>(idx - 1)])].hash;
+      b.parent_hash = idx == 0
+                          ? kRootHash
+                          : blocks_[static_cast<size_t>(table[static_cast<size_t>(idx - 1)])].hash;
       children_.emplace(b.parent_hash, table[static_cast<size_t>(idx)]);
       b.in_children = true;
     }
@@ -198,14 +202,16 @@ void KvPool::drop_ref(int32_t id) {
   }
 }
 
-bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop, std::vector<BlockCopy>* copies,
-                   std::vector<int32_t>* moved) {
+bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop,
+                   std::vector<BlockCopy>* copies, std::vector<int32_t>* moved) {
   const int32_t n = static_cast<int32_t>(table->size());
   PONDER_CHECK(keep >= 0 && drop > 0 && keep + drop <= n);
   // Room for the copies of shared moved blocks: the dropped blocks free some of it.
   int32_t need = 0, freed = 0;
-  for (int32_t i = keep + drop; i < n; ++i) need += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs > 1;
-  for (int32_t i = keep; i < keep + drop; ++i) freed += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs == 1;
+  for (int32_t i = keep + drop; i < n; ++i)
+    need += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs > 1;
+  for (int32_t i = keep; i < keep + drop; ++i)
+    freed += blocks_[static_cast<size_t>((*table)[static_cast<size_t>(i)])].refs == 1;
   if (need > n_available() + freed) return false;
   for (int32_t i = keep; i < keep + drop; ++i) drop_ref((*table)[static_cast<size_t>(i)]);
   std::vector<int32_t> out(table->begin(), table->begin() + keep);
@@ -255,7 +261,8 @@ bool KvPool::check(std::string* why) const {
              std::to_string(b.n_filled) + ", list " + std::to_string(where[i]);
       return false;
     }
-    if (b.registered && (b.n_filled != kKvBlockSize || full_.at(b.hash) != static_cast<int32_t>(i))) {
+    if (b.registered &&
+        (b.n_filled != kKvBlockSize || full_.at(b.hash) != static_cast<int32_t>(i))) {
       *why = "block " + std::to_string(i) + " is registered but not full or not the map's";
       return false;
     }

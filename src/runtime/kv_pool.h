@@ -35,7 +35,9 @@ struct PrefixMatch {
   std::vector<int32_t> blocks;  // full blocks to share as they are, in position order
   int32_t copy_from = -1;       // a block whose first copy_tokens slots continue the prefix
   int32_t copy_tokens = 0;
-  int32_t n_tokens() const { return static_cast<int32_t>(blocks.size()) * kKvBlockSize + copy_tokens; }
+  int32_t n_tokens() const {
+    return static_cast<int32_t>(blocks.size()) * kKvBlockSize + copy_tokens;
+  }
 };
 
 // A block copy the engine must do on the K/V data before the next forward pass.
@@ -83,8 +85,8 @@ class KvPool {
   // one it owns alone just stops being findable), since their keys are about to be re-rotated to
   // new positions. *moved gets the table indices (after the shift) whose blocks the engine must
   // re-rotate. False (table unchanged) when no block is free for a needed copy.
-  bool shift(std::vector<int32_t>* table, int32_t keep, int32_t drop, std::vector<BlockCopy>* copies,
-             std::vector<int32_t>* moved);
+  bool shift(std::vector<int32_t>* table, int32_t keep, int32_t drop,
+             std::vector<BlockCopy>* copies, std::vector<int32_t>* moved);
 
   // Drops the table's references (tail first) and clears it.
   void release(std::vector<int32_t>* table);
@@ -98,25 +100,25 @@ class KvPool {
  private:
   struct Block {
     int32_t refs = 0;
-    int32_t n_filled = 0;        // slots holding K/V of tokens[0, n_filled)
-    uint64_t parent_hash = 0;    // chain hash of every token before this block
-    uint64_t hash = 0;           // chain hash through this block, once full
-    bool registered = false;     // in full_ under `hash`
-    bool in_children = false;    // in children_ under parent_hash
-    bool is_private = false;     // re-rotated by a context shift: never findable, never cached
+    int32_t n_filled = 0;      // slots holding K/V of tokens[0, n_filled)
+    uint64_t parent_hash = 0;  // chain hash of every token before this block
+    uint64_t hash = 0;         // chain hash through this block, once full
+    bool registered = false;   // in full_ under `hash`
+    bool in_children = false;  // in children_ under parent_hash
+    bool is_private = false;   // re-rotated by a context shift: never findable, never cached
     std::list<int32_t>::iterator lru_it;
     std::vector<int32_t> tokens;  // [kKvBlockSize]
   };
   static uint64_t chain(uint64_t parent, std::span<const int32_t> tokens);
-  int32_t take_block();  // a free or evicted block, refs = 1; -1 when none
+  int32_t take_block();      // a free or evicted block, refs = 1; -1 when none
   void drop_ref(int32_t b);  // one reference less; an unused block is cached or freed
-  void forget(int32_t b);  // removes from the maps, empties
+  void forget(int32_t b);    // removes from the maps, empties
 
   std::vector<Block> blocks_;
   std::vector<int32_t> free_;  // empty blocks
   std::list<int32_t> lru_;     // unused blocks with tokens, least recently released first
-  std::unordered_map<uint64_t, int32_t> full_;             // chain hash -> full block
-  std::unordered_multimap<uint64_t, int32_t> children_;    // parent hash -> blocks with tokens
+  std::unordered_map<uint64_t, int32_t> full_;           // chain hash -> full block
+  std::unordered_multimap<uint64_t, int32_t> children_;  // parent hash -> blocks with tokens
 };
 
 }  // namespace ponder

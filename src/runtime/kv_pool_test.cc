@@ -168,11 +168,12 @@ TEST(KvPoolTest, ShiftDropsCopiesSharedAndHidesMovedBlocks) {
   EXPECT_EQ(copies[0].src, before[3]);
   EXPECT_EQ(copies[0].dst, a[1]);
   EXPECT_EQ(copies[0].n_slots, kKvBlockSize);
-  EXPECT_EQ(a[2], before[4]);  // owned alone: kept in place
+  EXPECT_EQ(a[2], before[4]);               // owned alone: kept in place
   EXPECT_EQ(pool.ref_count(before[3]), 1);  // b's reference only
   expect_ok(pool);
   // Nothing of the moved tail is findable: a search for the old tokens stops at b's blocks.
-  EXPECT_EQ(pool.find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(), 4 * kKvBlockSize);
+  EXPECT_EQ(pool.find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(),
+            4 * kKvBlockSize);
   const int32_t free_before = pool.n_free();
   pool.release(&a);
   expect_ok(pool);

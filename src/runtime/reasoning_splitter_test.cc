@@ -23,7 +23,8 @@ TEST(ReasoningSplitterTest, SplitsAtCloseMarkerEvenWhenSplitAcrossPieces) {
   for (size_t cut1 = 1; cut1 < text.size(); cut1 += 3) {
     for (size_t cut2 = cut1 + 1; cut2 < text.size(); cut2 += 5) {
       ReasoningSplitter s(true);
-      auto all = feed_all(s, {text.substr(0, cut1), text.substr(cut1, cut2 - cut1), text.substr(cut2)});
+      auto all =
+          feed_all(s, {text.substr(0, cut1), text.substr(cut1, cut2 - cut1), text.substr(cut2)});
       ASSERT_EQ(all.reasoning, "Let me think.\nSo 2+2=4.\n") << cut1 << " " << cut2;
       ASSERT_EQ(all.content, "The answer is 4.") << cut1 << " " << cut2;
     }

@@ -42,15 +42,16 @@ struct GenerateStats {
   int32_t n_reasoning = 0;  // of those, inside R1's thinking (up to and with </think>)
   int32_t n_preempted = 0;  // times the request was sent back to the queue for lack of KV room
   int32_t n_shifts = 0;     // context shifts (the context filled; --context-shift)
-  bool from_response_cache = false;  // replayed by the server from its response cache
-  bool thinking_cut = false;         // "</think>" was forced (budget spent, or end_thinking())
+  bool from_response_cache = false;      // replayed by the server from its response cache
+  bool thinking_cut = false;             // "</think>" was forced (budget spent, or end_thinking())
   bool thinking_cut_on_request = false;  // by end_thinking() ("answer now")
-  double queue_s = 0;       // from submission to the first step that ran its prompt
-  double prompt_s = 0;      // time to process the prompt (the new part)
-  double gen_s = 0;         // time from the first to the last generated token
-  double ttft_s = 0;        // time to first token, from the call
-  double max_gap_s = 0;     // longest time between two generated tokens
-  std::string finish_reason;    // "stop" (EOS, stop string, grammar complete), "length", "context", "cancelled"
+  double queue_s = 0;                    // from submission to the first step that ran its prompt
+  double prompt_s = 0;                   // time to process the prompt (the new part)
+  double gen_s = 0;                      // time from the first to the last generated token
+  double ttft_s = 0;                     // time to first token, from the call
+  double max_gap_s = 0;                  // longest time between two generated tokens
+  std::string finish_reason;    // "stop" (EOS, stop string, grammar complete), "length", "context",
+                                // "cancelled"
   std::vector<int32_t> tokens;  // generated ids
 };
 
@@ -77,7 +78,7 @@ struct EngineEvent {
   int32_t token = -1;
   std::string reasoning;
   std::string content;
-  float logprob = 0;                      // when logprobs were asked
+  float logprob = 0;                       // when logprobs were asked
   std::vector<TokenLogprob> top_logprobs;  // the most likely tokens, when asked
   // kProgress (when the request asked for it): its prompt is being processed; stats.n_prompt and
   // stats.n_reused say how big it is and how much came from the cache, prompt_done how much of
@@ -102,7 +103,8 @@ struct EngineRequest {
   // Prefill only: compute the prompt into the prefix cache and end (one kDone, no tokens), at
   // the back of the queue like any prompt. Chat clients warm the next turn's prefix with it.
   bool prefill_only = false;
-  bool report_progress = false;  // kProgress events while the prompt is processed (llama.cpp's return_progress)
+  bool report_progress =
+      false;  // kProgress events while the prompt is processed (llama.cpp's return_progress)
   EventSink sink;
 };
 

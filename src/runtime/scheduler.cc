@@ -61,7 +61,8 @@ bool Scheduler::remove(uint64_t id) {
 
 bool Scheduler::admissible(const Sequence& s) const {
   if (s.leader == 0) return true;
-  // Another choice of the same prompt: wait until the leader's prompt is in the cache, then share it.
+  // Another choice of the same prompt: wait until the leader's prompt is in the cache, then share
+  // it.
   for (const auto& r : running_) {
     if (r->id == s.leader) return r->n_computed >= r->n_prompt - 1;
   }
@@ -90,12 +91,14 @@ void Scheduler::preempt(Sequence* s, StepPlan* plan) {
   s->running = false;
   s->n_preempted++;
   plan->preempted.push_back(s->id);
-  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; });
+  auto it =
+      std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; });
   PONDER_CHECK(it != running_.end());
   std::unique_ptr<Sequence> owned = std::move(*it);
   running_.erase(it);
   // Back into the queue in arrival order: it goes before everything that came after it.
-  auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w->id > owned->id; });
+  auto pos = std::find_if(waiting_.begin(), waiting_.end(),
+                          [&](const auto& w) { return w->id > owned->id; });
   waiting_.insert(pos, std::move(owned));
 }
 
@@ -136,7 +139,9 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
     Sequence* s = running_[i].get();
     if (s->decoding() || s->pending() <= 0) continue;
     int32_t n = std::min(s->pending(), prefill_left);
-    const int32_t room = (static_cast<int32_t>(s->blocks.size()) + pool_.n_available()) * kKvBlockSize - s->n_computed;
+    const int32_t room =
+        (static_cast<int32_t>(s->blocks.size()) + pool_.n_available()) * kKvBlockSize -
+        s->n_computed;
     if (room < n) {
       // Only the oldest sequence may preempt others for its prompt: it must always progress.
       if (i == 0) {
@@ -178,7 +183,8 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
     s->running = true;
     std::unique_ptr<Sequence> owned = std::move(*it);
     it = waiting_.erase(it);
-    auto pos = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r->id > owned->id; });
+    auto pos = std::find_if(running_.begin(), running_.end(),
+                            [&](const auto& r) { return r->id > owned->id; });
     running_.insert(pos, std::move(owned));
     add_chunk(s, n);
     prefill_left -= n;
@@ -202,12 +208,14 @@ std::vector<uint64_t> Scheduler::complete(const StepPlan& plan) {
 bool Scheduler::shift_context(Sequence* s, int32_t n_keep, ContextShift* out) {
   PONDER_CHECK(s->running && s->decoding());
   const int32_t n = s->n_computed;
-  const int32_t keep = std::min(n, (std::max(n_keep, 0) + kKvBlockSize - 1) / kKvBlockSize * kKvBlockSize);
+  const int32_t keep =
+      std::min(n, (std::max(n_keep, 0) + kKvBlockSize - 1) / kKvBlockSize * kKvBlockSize);
   const int32_t rest = n - keep;
   if (rest < 2 * kKvBlockSize) return false;  // drop at least one whole block, keep one after it
   const int32_t drop = std::max(kKvBlockSize, rest / 2 / kKvBlockSize * kKvBlockSize);
   std::vector<int32_t> moved;
-  if (!pool_.shift(&s->blocks, keep / kKvBlockSize, drop / kKvBlockSize, &out->copies, &moved)) return false;
+  if (!pool_.shift(&s->blocks, keep / kKvBlockSize, drop / kKvBlockSize, &out->copies, &moved))
+    return false;
   s->tokens.erase(s->tokens.begin() + keep, s->tokens.begin() + keep + drop);
   s->n_computed = n - drop;
   if (s->n_prompt > keep) s->n_prompt = std::max(keep, s->n_prompt - drop);

@@ -29,9 +29,9 @@ struct SchedulerConfig {
 };
 
 struct Sequence {
-  uint64_t id = 0;       // unique; also the arrival order
-  uint64_t request = 0;  // the request it belongs to (the choices of one request share it)
-  uint64_t leader = 0;   // non-zero: another choice of the same prompt; waits for its prompt
+  uint64_t id = 0;              // unique; also the arrival order
+  uint64_t request = 0;         // the request it belongs to (the choices of one request share it)
+  uint64_t leader = 0;          // non-zero: another choice of the same prompt; waits for its prompt
   std::vector<int32_t> tokens;  // the prompt, then the generated tokens
   int32_t n_prompt = 0;
   int32_t n_computed = 0;  // positions whose K/V are in `blocks`
@@ -40,7 +40,7 @@ struct Sequence {
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
   int32_t findable_end = INT32_MAX;  // positions past a context shift's kept start: never cached
-  std::vector<int32_t> blocks;  // the block table
+  std::vector<int32_t> blocks;       // the block table
 
   int32_t pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
   bool decoding() const { return n_computed >= n_prompt && pending() == 1; }
@@ -54,8 +54,8 @@ struct StepChunk {
 };
 
 struct StepPlan {
-  std::vector<StepChunk> chunks;   // decode rows first, then prompt chunks
-  std::vector<BlockCopy> copies;   // do these on the K/V data before the forward pass
+  std::vector<StepChunk> chunks;    // decode rows first, then prompt chunks
+  std::vector<BlockCopy> copies;    // do these on the K/V data before the forward pass
   std::vector<uint64_t> preempted;  // sequences sent back to the queue this step
   int32_t n_rows = 0;
   int32_t n_decode = 0;
@@ -119,7 +119,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvPool pool_;
-  std::deque<std::unique_ptr<Sequence>> waiting_;  // by id (arrival), preempted ones included
+  std::deque<std::unique_ptr<Sequence>> waiting_;   // by id (arrival), preempted ones included
   std::vector<std::unique_ptr<Sequence>> running_;  // by id
 };
 

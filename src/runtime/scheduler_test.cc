@@ -37,7 +37,8 @@ struct Sim {
   StepPlan step(int32_t budget) {
     StepPlan plan = sched.schedule(budget);
     for (const StepChunk& c : plan.chunks) {
-      EXPECT_LE(static_cast<size_t>((c.end + kKvBlockSize - 1) / kKvBlockSize), c.seq->blocks.size());
+      EXPECT_LE(static_cast<size_t>((c.end + kKvBlockSize - 1) / kKvBlockSize),
+                c.seq->blocks.size());
     }
     std::vector<std::pair<Sequence*, bool>> sampled;
     for (const StepChunk& c : plan.chunks) {
@@ -126,7 +127,8 @@ TEST(SchedulerTest, BatchLimitAndRunningLimitAreKept) {
   }
   sim.run(100);
   EXPECT_EQ(sim.finished.size(), 5u);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(sim.finished[static_cast<uint64_t>(i + 1)], alone(prompt_of(6, i), 4));
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(sim.finished[static_cast<uint64_t>(i + 1)], alone(prompt_of(6, i), 4));
   sim.expect_clean();
 }
 
@@ -179,10 +181,12 @@ TEST(SchedulerTest, AFullPoolPreemptsTheNewestWhichResumesWithTheSameTokens) {
   std::vector<uint64_t> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(sim.add(prompt_of(20, i), 40));
   int preemptions = 0;
-  for (int i = 0; i < 2000 && !sim.sched.idle(); ++i) preemptions += static_cast<int>(sim.step(64).preempted.size());
+  for (int i = 0; i < 2000 && !sim.sched.idle(); ++i)
+    preemptions += static_cast<int>(sim.step(64).preempted.size());
   EXPECT_TRUE(sim.sched.idle());
   EXPECT_GT(preemptions, 0);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(sim.finished[ids[static_cast<size_t>(i)]], alone(prompt_of(20, i), 40));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(sim.finished[ids[static_cast<size_t>(i)]], alone(prompt_of(20, i), 40));
   sim.expect_clean();
 }
 
@@ -233,7 +237,8 @@ TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
     if (rng() % 4 == 0 && asked.size() < 200) {
       // Shared system prompts, so prefixes collide on purpose.
       auto p = prompt_of(static_cast<int32_t>(rng() % 3) * 16 + 4, 1);
-      for (uint32_t i = 0, n = rng() % 60 + 1; i < n; ++i) p.push_back(static_cast<int32_t>(rng() % 100));
+      for (uint32_t i = 0, n = rng() % 60 + 1; i < n; ++i)
+        p.push_back(static_cast<int32_t>(rng() % 100));
       const int32_t n_gen = static_cast<int32_t>(rng() % 30) + 1;
       asked[sim.add(p, n_gen)] = {p, n_gen};
     }
@@ -273,13 +278,14 @@ TEST(SchedulerTest, ContextShiftKeepsTheStartAndDropsHalfTheRest) {
   const int32_t n = s->n_computed;  // 139 (the 140th token is pending)
   ContextShift cs;
   ASSERT_TRUE(sim.sched.shift_context(s, 20, &cs));
-  EXPECT_EQ(cs.n_kept, 32);                       // 20 rounded up to whole blocks
+  EXPECT_EQ(cs.n_kept, 32);                         // 20 rounded up to whole blocks
   EXPECT_EQ(cs.n_dropped, (n - 32) / 2 / 16 * 16);  // half the rest, whole blocks
   EXPECT_EQ(cs.delta, -cs.n_dropped);
   EXPECT_EQ(s->n_computed, n - cs.n_dropped);
   EXPECT_EQ(s->tokens.size(), tokens.size() - static_cast<size_t>(cs.n_dropped));
   EXPECT_TRUE(std::equal(s->tokens.begin(), s->tokens.begin() + 32, tokens.begin()));
-  EXPECT_TRUE(std::equal(s->tokens.begin() + 32, s->tokens.end(), tokens.begin() + 32 + cs.n_dropped));
+  EXPECT_TRUE(
+      std::equal(s->tokens.begin() + 32, s->tokens.end(), tokens.begin() + 32 + cs.n_dropped));
   EXPECT_EQ(cs.blocks.size(), s->blocks.size() - 2);  // every block after the kept two moves
   EXPECT_EQ(s->findable_end, 32);
   std::string why;
@@ -293,7 +299,8 @@ TEST(SchedulerTest, ContextShiftKeepsTheStartAndDropsHalfTheRest) {
   sim.expect_clean();
   // The kept start and the dropped blocks (computed at their true positions) stay in the cache;
   // the moved, re-rotated part is not: the old tokens are found up to the end of the dropped part.
-  EXPECT_EQ(sim.sched.pool().find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(), cs.n_kept + cs.n_dropped);
+  EXPECT_EQ(sim.sched.pool().find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(),
+            cs.n_kept + cs.n_dropped);
 }
 
 }  // namespace

@@ -14,23 +14,26 @@ using Clock = std::chrono::steady_clock;
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  const size_t i =
+      std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
   return v[i];
 }
 
 }  // namespace
 
-Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, int32_t n_concurrent,
-                                               int32_t n_prompt, int32_t n_gen,
-                                               int32_t late_prompt, uint64_t seed,
+Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab,
+                                               int32_t n_concurrent, int32_t n_prompt,
+                                               int32_t n_gen, int32_t late_prompt, uint64_t seed,
                                                std::shared_ptr<grammar::Grammar> grammar) {
   if (n_concurrent < 1 || n_prompt < 1 || n_gen < 1) {
-    return Status::errorf("--concurrent {}, --prompt {}, --gen {}: each must be at least 1", n_concurrent, n_prompt, n_gen);
+    return Status::errorf("--concurrent {}, --prompt {}, --gen {}: each must be at least 1",
+                          n_concurrent, n_prompt, n_gen);
   }
   std::mt19937_64 rng(seed);
   auto make = [&](int32_t prompt_len, int32_t gen) {
     EngineRequest r;
-    for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab)));
+    for (int32_t i = 0; i < prompt_len; ++i)
+      r.prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab)));
     r.options.max_tokens = gen;
     r.options.sampling.temperature = 0;
     r.options.stop_at_eog = false;
@@ -64,7 +67,8 @@ Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, 
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (std::all_of(times.begin(), times.end(), [](const auto& t) { return t.size() >= 2; })) break;
+        if (std::all_of(times.begin(), times.end(), [](const auto& t) { return t.size() >= 2; }))
+          break;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -79,7 +83,9 @@ Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, 
   }
   engine.wait_idle();
   const Clock::time_point end = Clock::now();
-  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto secs = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
 
   ServingBenchResult res;
   res.n_concurrent = n_concurrent;
@@ -99,7 +105,8 @@ Expected<ServingBenchResult> run_serving_bench(Engine& engine, int32_t n_vocab, 
     ttft.push_back(secs(start, t.front()));
     latency.push_back(secs(start, t.back()));
     all_started = std::max(all_started, t.front());
-    for (size_t k = 1; k < t.size(); ++k) res.max_gap_s = std::max(res.max_gap_s, secs(t[k - 1], t[k]));
+    for (size_t k = 1; k < t.size(); ++k)
+      res.max_gap_s = std::max(res.max_gap_s, secs(t[k - 1], t[k]));
     n_tokens += static_cast<int64_t>(t.size());
   }
   int64_t after = 0;

@@ -11,15 +11,19 @@
 
 namespace ponder::server {
 
-Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer, const text::ChatTemplate& tmpl)
+Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer,
+               const text::ChatTemplate& tmpl)
     : config_(std::move(config)) {
   router_ = std::make_unique<Router>(config_.access);
-  http_ = std::make_unique<HttpServer>(config_.limits, [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
-    if (!config_.replica_id.empty()) r->add_header("X-Ponder-Replica", config_.replica_id);
-    router_->handle(std::move(req), std::move(r));
-  });
+  http_ = std::make_unique<HttpServer>(config_.limits,
+                                       [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
+                                         if (!config_.replica_id.empty())
+                                           r->add_header("X-Ponder-Replica", config_.replica_id);
+                                         router_->handle(std::move(req), std::move(r));
+                                       });
   if (config_.response_cache) {
-    cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{config_.cache_dir, config_.cache_bytes, config_.cache_match, config_.redis});
+    cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{
+        config_.cache_dir, config_.cache_bytes, config_.cache_match, config_.redis});
   }
   engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
   ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
@@ -29,7 +33,9 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->cache = cache_.get();
   ctx_->fingerprint = config_.fingerprint;
   ctx_->numerics = model.numerics();
-  ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
   HttpServer* http = http_.get();
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
   ctx_->after = [http](double s, std::function<void()> f) { http->after(s, std::move(f)); };
@@ -45,7 +51,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
 Server::~Server() {
   engine_.reset();  // cancels what runs; its last events go to the still-running I/O thread
   http_->stop();
-  cache_.reset();   // waits for its pending writes
+  cache_.reset();  // waits for its pending writes
 }
 
 Status Server::start() {
@@ -59,7 +65,8 @@ Status Server::start() {
 
 bool Server::drain(double timeout_s) {
   ctx_->draining = true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   for (;;) {
     const EngineMetrics m = engine_->metrics();
     if (m.requests_waiting == 0 && m.sequences_running == 0) return true;

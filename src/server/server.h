@@ -14,9 +14,9 @@
 #include "base/status.h"
 #include "runtime/engine.h"
 #include "server/common/generation_request.h"
+#include "server/common/server_context.h"
 #include "server/transport/http_server.h"
 #include "server/transport/router.h"
-#include "server/common/server_context.h"
 
 namespace ponder::server {
 
@@ -36,14 +36,15 @@ struct ServerConfig {
   std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
   double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
   std::string reasoning_field = "reasoning_content";  // or "reasoning" (vLLM's newer name)
-  std::string replica_id;   // --replica-id (docs/scaling.md); "" sends no X-Ponder-Replica
+  std::string replica_id;            // --replica-id (docs/scaling.md); "" sends no X-Ponder-Replica
   std::optional<RedisConfig> redis;  // --cache-url: the shared response cache
 };
 
 class Server {
  public:
   // The model and tokenizer must outlive the server.
-  Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer, const text::ChatTemplate& tmpl);
+  Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer,
+         const text::ChatTemplate& tmpl);
   ~Server();
 
   Status start();  // listens on every host, starts the I/O thread
@@ -58,7 +59,7 @@ class Server {
 
  private:
   ServerConfig config_;
-  std::unique_ptr<HttpServer> http_;  // destroyed last
+  std::unique_ptr<HttpServer> http_;      // destroyed last
   std::unique_ptr<ResponseCache> cache_;  // after the engine: its last answers are stored
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServerContext> ctx_;

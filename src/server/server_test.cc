@@ -9,12 +9,11 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 
@@ -39,7 +38,8 @@ struct Reply {
 };
 
 // One request on a fresh connection, the whole answer read (chunked bodies decoded).
-Reply call(uint16_t port, http::verb method, const std::string& target, const std::string& body = "",
+Reply call(uint16_t port, http::verb method, const std::string& target,
+           const std::string& body = "",
            std::vector<std::pair<std::string, std::string>> headers = {}) {
   net::io_context ioc;
   tcp::socket s(ioc);
@@ -62,7 +62,8 @@ Reply call(uint16_t port, http::verb method, const std::string& target, const st
   return r;
 }
 
-Reply post(uint16_t port, const std::string& target, const json& body, std::vector<std::pair<std::string, std::string>> h = {}) {
+Reply post(uint16_t port, const std::string& target, const json& body,
+           std::vector<std::pair<std::string, std::string>> h = {}) {
   return call(port, http::verb::post, target, body.dump(), std::move(h));
 }
 
@@ -100,7 +101,10 @@ struct Fixture {
 };
 
 json chat(const std::string& user, int max_tokens, bool stream = false) {
-  return {{"messages", {{{"role", "user"}, {"content", user}}}}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", stream}};
+  return {{"messages", {{{"role", "user"}, {"content", user}}}},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"stream", stream}};
 }
 
 // Reasoning and content of a streamed chat answer, and its finish reason.
@@ -121,7 +125,8 @@ Streamed collect(const std::string& body) {
     for (const auto& ch : c["choices"]) {
       const json& d = ch["delta"];
       if (d.contains("reasoning_content")) s.reasoning += d["reasoning_content"].get<std::string>();
-      if (d.contains("content") && d["content"].is_string()) s.content += d["content"].get<std::string>();
+      if (d.contains("content") && d["content"].is_string())
+        s.content += d["content"].get<std::string>();
       if (!ch["finish_reason"].is_null()) s.finish = ch["finish_reason"];
     }
   }
@@ -173,7 +178,8 @@ TEST(ServerTest, BadRequestsGetA400ThatNamesTheField) {
   r = post(f.port, "/v1/chat/completions", body);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.j()["error"]["code"], "context_length_exceeded");
-  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("100000 to generate"), std::string::npos);
+  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("100000 to generate"),
+            std::string::npos);
   r = post(f.port, "/v1/chat/completions", {{"messages", json::array()}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.j()["error"]["param"], "messages");
@@ -212,13 +218,18 @@ TEST(ServerTest, AStreamSaysWhatTheWholeAnswerSays) {
   EXPECT_EQ(s.usage["completion_tokens"], 24);
   // The same prompt again: its prefix came from the cache.
   EXPECT_GT(s.usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
-  EXPECT_EQ(s.usage["completion_tokens_details"]["reasoning_tokens"], whole["usage"]["completion_tokens_details"]["reasoning_tokens"]);
+  EXPECT_EQ(s.usage["completion_tokens_details"]["reasoning_tokens"],
+            whole["usage"]["completion_tokens_details"]["reasoning_tokens"]);
 }
 
 TEST(ServerTest, CompletionsWithLogprobsAndChoices) {
   Fixture f;
   const json r = post(f.port, "/v1/completions",
-                      {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}, {"n", 2}})
+                      {{"prompt", "Once upon a time"},
+                       {"max_tokens", 6},
+                       {"temperature", 0},
+                       {"logprobs", 3},
+                       {"n", 2}})
                      .j();
   ASSERT_EQ(r["choices"].size(), 2u);
   EXPECT_EQ(r["object"], "text_completion");
@@ -229,12 +240,14 @@ TEST(ServerTest, CompletionsWithLogprobsAndChoices) {
     EXPECT_LE(ch["logprobs"]["token_logprobs"][0].get<double>(), 0.0);
   }
   EXPECT_EQ(r["usage"]["completion_tokens"], 12);
-  const json c = post(f.port, "/v1/chat/completions", [] {
-    json b = chat("hi", 3);
-    b["logprobs"] = true;
-    b["top_logprobs"] = 2;
-    return b;
-  }()).j();
+  const json c = post(f.port, "/v1/chat/completions",
+                      [] {
+                        json b = chat("hi", 3);
+                        b["logprobs"] = true;
+                        b["top_logprobs"] = 2;
+                        return b;
+                      }())
+                     .j();
   const json& lp = c["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(lp.size(), 3u);
   EXPECT_EQ(lp[0]["top_logprobs"].size(), 2u);
@@ -246,11 +259,18 @@ TEST(ServerTest, FourStreamsAtOnceEachAsAlone) {
   c.response_cache = false;  // every answer computed: alone, then beside three others
   Fixture f(c);
   std::vector<std::string> alone;
-  for (int i = 0; i < 4; ++i) alone.push_back(collect(post(f.port, "/v1/chat/completions", chat("question " + std::to_string(i), 20, true)).body).reasoning);
+  for (int i = 0; i < 4; ++i)
+    alone.push_back(collect(post(f.port, "/v1/chat/completions",
+                                 chat("question " + std::to_string(i), 20, true))
+                                .body)
+                        .reasoning);
   std::vector<std::future<std::string>> together;
   for (int i = 0; i < 4; ++i) {
     together.push_back(std::async(std::launch::async, [&, i] {
-      return collect(post(f.port, "/v1/chat/completions", chat("question " + std::to_string(i), 20, true)).body).reasoning;
+      return collect(post(f.port, "/v1/chat/completions",
+                          chat("question " + std::to_string(i), 20, true))
+                         .body)
+          .reasoning;
     }));
   }
   for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i].get(), alone[i]) << i;
@@ -262,16 +282,24 @@ TEST(ServerTest, ApiKeyAndCors) {
   c.access.cors_origins = {"http://allowed.example"};
   Fixture f(c);
   EXPECT_EQ(call(f.port, http::verb::get, "/v1/models").status, 401);
-  EXPECT_EQ(call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status, 401);
-  EXPECT_EQ(call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer sekret"}}).status, 200);
+  EXPECT_EQ(
+      call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status,
+      401);
+  EXPECT_EQ(
+      call(f.port, http::verb::get, "/v1/models", "", {{"Authorization", "Bearer sekret"}}).status,
+      200);
   EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // probes need no key
-  const Reply ok = call(f.port, http::verb::get, "/health", "", {{"Origin", "http://allowed.example"}});
+  const Reply ok =
+      call(f.port, http::verb::get, "/health", "", {{"Origin", "http://allowed.example"}});
   EXPECT_EQ(ok.headers.at("Access-Control-Allow-Origin"), "http://allowed.example");
-  const Reply no = call(f.port, http::verb::get, "/health", "", {{"Origin", "http://evil.example"}});
+  const Reply no =
+      call(f.port, http::verb::get, "/health", "", {{"Origin", "http://evil.example"}});
   EXPECT_EQ(no.headers.count("Access-Control-Allow-Origin"), 0u);
-  const Reply pre = call(f.port, http::verb::options, "/v1/chat/completions", "", {{"Origin", "http://allowed.example"}});
+  const Reply pre = call(f.port, http::verb::options, "/v1/chat/completions", "",
+                         {{"Origin", "http://allowed.example"}});
   EXPECT_EQ(pre.status, 204);
-  EXPECT_NE(pre.headers.at("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+  EXPECT_NE(pre.headers.at("Access-Control-Allow-Headers").find("Authorization"),
+            std::string::npos);
 }
 
 TEST(ServerTest, AClientThatLeavesCancelsItsRequest) {
@@ -280,15 +308,18 @@ TEST(ServerTest, AClientThatLeavesCancelsItsRequest) {
   tcp::socket s(ioc);
   s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), f.port));
   const std::string body = chat("tell me a long story", 1500, true).dump();
-  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   net::write(s, net::buffer(req));
   char buf[4096];
   size_t got = 0;
   while (got < 2000) got += s.read_some(net::buffer(buf));  // a few chunks: it is decoding
   s.close();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (f.server->engine().metrics().total.requests_cancelled == 0 && std::chrono::steady_clock::now() < deadline) {
+  while (f.server->engine().metrics().total.requests_cancelled == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const EngineMetrics m = f.server->engine().metrics();
@@ -305,10 +336,14 @@ TEST(ServerTest, AFullQueueAnswers503WithRetryAfter) {
   Fixture f(c);
   std::string long_text;
   for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i) + " ";
-  auto first = std::async(std::launch::async, [&] { return post(f.port, "/v1/chat/completions", chat(long_text, 2)); });
-  while (f.server->engine().metrics().sequences_running == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  auto second = std::async(std::launch::async, [&] { return post(f.port, "/v1/chat/completions", chat("b", 2)); });
-  while (f.server->engine().metrics().requests_waiting == 0 && second.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+  auto first = std::async(std::launch::async,
+                          [&] { return post(f.port, "/v1/chat/completions", chat(long_text, 2)); });
+  while (f.server->engine().metrics().sequences_running == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto second = std::async(std::launch::async,
+                           [&] { return post(f.port, "/v1/chat/completions", chat("b", 2)); });
+  while (f.server->engine().metrics().requests_waiting == 0 &&
+         second.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const Reply third = post(f.port, "/v1/chat/completions", chat("c", 2));
@@ -331,7 +366,8 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
   EXPECT_EQ(joined, "Hello world");
   EXPECT_EQ(post(f.port, "/detokenize", {{"tokens", ids}}).j()["content"], "Hello world");
   EXPECT_EQ(post(f.port, "/detokenize", {{"tokens", {-1}}}).status, 400);
-  EXPECT_EQ(call(f.port, http::verb::get, "/props").j()["default_generation_settings"]["n_ctx"], 2048);
+  EXPECT_EQ(call(f.port, http::verb::get, "/props").j()["default_generation_settings"]["n_ctx"],
+            2048);
   post(f.port, "/v1/chat/completions", chat("hi", 3));
   // The engine counts a step's tokens once the step ends, which may be after the answer went out.
   std::string metrics;
@@ -342,7 +378,9 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
   }
   EXPECT_NE(metrics.find("llamacpp:tokens_predicted_total 3"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos);
-  EXPECT_NE(metrics.find("ponder_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ponder_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1"),
+            std::string::npos)
+      << metrics;
   EXPECT_NE(metrics.find("ponder_time_to_first_token_seconds_count 1"), std::string::npos);
   const json slots = call(f.port, http::verb::get, "/slots").j();
   EXPECT_EQ(slots.size(), 8u);
@@ -351,13 +389,18 @@ TEST(ServerTest, TokenizeDetokenizePropsMetrics) {
 
 TEST(ServerTest, LlamaCppCompletionWholeAndStreamed) {
   Fixture f;
-  const json whole = post(f.port, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 2}}).j();
+  const json whole =
+      post(f.port, "/completion",
+           {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 2}})
+          .j();
   EXPECT_EQ(whole["tokens_predicted"], 6);
   EXPECT_EQ(whole["stop_type"], "limit");
   EXPECT_EQ(whole["timings"]["predicted_n"], 6);
   ASSERT_EQ(whole["completion_probabilities"].size(), 6u);
   EXPECT_EQ(whole["completion_probabilities"][0]["top_logprobs"].size(), 2u);
-  const Reply sr = post(f.port, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"stream", true}});
+  const Reply sr = post(
+      f.port, "/completion",
+      {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"stream", true}});
   std::string text;
   json last;
   for (const std::string& e : sse_events(sr.body)) {
@@ -374,11 +417,16 @@ TEST(ServerTest, OllamaChatStreamsNdjsonWithThinking) {
   Fixture f;
   const json msgs = {{{"role", "user"}, {"content", "Why?"}}};
   const json opts = {{"temperature", 0}, {"num_predict", 12}};
-  const json whole = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", msgs}, {"stream", false}, {"options", opts}}).j();
+  const json whole =
+      post(f.port, "/api/chat",
+           {{"model", "tiny"}, {"messages", msgs}, {"stream", false}, {"options", opts}})
+          .j();
   EXPECT_TRUE(whole["done"].get<bool>());
   EXPECT_EQ(whole["eval_count"], 12);
   EXPECT_EQ(whole["done_reason"], "length");
-  const Reply sr = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", msgs}, {"options", opts}});  // streams by default
+  const Reply sr =
+      post(f.port, "/api/chat",
+           {{"model", "tiny"}, {"messages", msgs}, {"options", opts}});  // streams by default
   EXPECT_EQ(sr.headers.at("Content-Type"), "application/x-ndjson");
   std::string thinking, content;
   json last;
@@ -392,11 +440,14 @@ TEST(ServerTest, OllamaChatStreamsNdjsonWithThinking) {
   EXPECT_TRUE(last["done"].get<bool>());
   EXPECT_EQ(thinking, whole["message"].value("thinking", ""));
   EXPECT_EQ(content, whole["message"]["content"].get<std::string>());
-  const json gen = post(f.port, "/api/generate", {{"prompt", "Why?"}, {"stream", false}, {"options", opts}}).j();
-  EXPECT_EQ(gen.value("thinking", ""), whole["message"].value("thinking", ""));  // same rendered prompt
+  const json gen =
+      post(f.port, "/api/generate", {{"prompt", "Why?"}, {"stream", false}, {"options", opts}}).j();
+  EXPECT_EQ(gen.value("thinking", ""),
+            whole["message"].value("thinking", ""));  // same rendered prompt
   EXPECT_EQ(call(f.port, http::verb::get, "/api/tags").j()["models"][0]["name"], "tiny:latest");
   const json show = post(f.port, "/api/show", {{"model", "tiny"}}).j();
-  EXPECT_NE(std::find(show["capabilities"].begin(), show["capabilities"].end(), "thinking"), show["capabilities"].end());
+  EXPECT_NE(std::find(show["capabilities"].begin(), show["capabilities"].end(), "thinking"),
+            show["capabilities"].end());
   EXPECT_TRUE(call(f.port, http::verb::get, "/api/version").j().contains("version"));
   const Reply bad = post(f.port, "/api/chat", {{"messages", "x"}});
   EXPECT_EQ(bad.status, 400);
@@ -480,7 +531,8 @@ TEST(ServerTest, ABrokenCacheNeverFailsARequest) {
   {
     Fixture f(c);
     EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("hi", 4)).status, 200);
-    EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"), "hit");
+    EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"),
+              "hit");
     EXPECT_TRUE(f.server->cache()->stats().disk_enabled);
     EXPECT_GE(f.server->cache()->stats().errors, 1);
   }
@@ -494,9 +546,12 @@ TEST(ServerTest, ABrokenCacheNeverFailsARequest) {
   { std::ofstream(blocked.cache_dir) << "a file where the directory should be"; }
   Fixture g(blocked);
   EXPECT_EQ(post(g.port, "/v1/chat/completions", chat("hi", 4)).status, 200);
-  EXPECT_EQ(post(g.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"), "hit");  // memory
+  EXPECT_EQ(post(g.port, "/v1/chat/completions", chat("hi", 4)).headers.at("X-Ponder-Cache"),
+            "hit");  // memory
   EXPECT_FALSE(g.server->cache()->stats().disk_enabled);
-  EXPECT_NE(call(g.port, http::verb::get, "/metrics").body.find("ponder_response_cache_disk_enabled 0"), std::string::npos);
+  EXPECT_NE(
+      call(g.port, http::verb::get, "/metrics").body.find("ponder_response_cache_disk_enabled 0"),
+      std::string::npos);
 }
 
 // R1's thinking cut short over HTTP: a reasoning budget, and "answer now" on a running stream by
@@ -507,7 +562,8 @@ TEST(ServerTest, ReasoningBudgetAndAnswerNow) {
   b["reasoning_budget"] = 4;
   b["ignore_eos"] = true;
   const json r = post(f.port, "/v1/chat/completions", b).j();
-  EXPECT_EQ(r["usage"]["completion_tokens_details"]["reasoning_tokens"], 5);  // 4 + the forced </think>
+  EXPECT_EQ(r["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            5);  // 4 + the forced </think>
   EXPECT_FALSE(r["choices"][0]["message"]["content"].get<std::string>().empty());
   EXPECT_EQ(post(f.port, "/v1/chat/completions", b).headers.at("X-Ponder-Cache"), "hit");
   EXPECT_EQ(post(f.port, "/v1/answer_now", {{"id", "chatcmpl-unknown"}}).status, 404);
@@ -518,12 +574,14 @@ TEST(ServerTest, ReasoningBudgetAndAnswerNow) {
   json lb = chat("Think for long", 600, true);
   lb["ignore_eos"] = true;
   const std::string body = lb.dump();
-  net::write(s, net::buffer("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+  net::write(s, net::buffer("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            "application/json\r\nConnection: close\r\nContent-Length: " +
                             std::to_string(body.size()) + "\r\n\r\n" + body));
   std::string got;
   char buf[4096];
   beast::error_code ec;
-  while (got.find("\"id\":\"chatcmpl-") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
+  while (got.find("\"id\":\"chatcmpl-") == std::string::npos)
+    got.append(buf, s.read_some(net::buffer(buf)));
   const size_t at = got.find("\"id\":\"chatcmpl-") + 6;
   const std::string id = got.substr(at, got.find('"', at) - at);
   const Reply now = post(f.port, "/v1/answer_now", {{"id", id}});
@@ -534,12 +592,14 @@ TEST(ServerTest, ReasoningBudgetAndAnswerNow) {
     got.append(buf, n);
   }
   bool answered = false;  // some chunk carries answer text (not only the first chunk's "")
-  for (size_t p = got.find("\"content\":\""); p != std::string::npos; p = got.find("\"content\":\"", p + 1)) {
+  for (size_t p = got.find("\"content\":\""); p != std::string::npos;
+       p = got.find("\"content\":\"", p + 1)) {
     answered |= got[p + 11] != '"';
   }
   EXPECT_TRUE(answered);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
-  EXPECT_EQ(post(f.port, "/v1/chat/completions", lb).headers.at("X-Ponder-Cache"), "miss");  // never stored
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", lb).headers.at("X-Ponder-Cache"),
+            "miss");  // never stored
 }
 
 // A stream whose first token is slow to come (a long prompt behind a slow prefill) gets SSE
@@ -564,21 +624,29 @@ TEST(ServerTest, CacheMatchNormalizedAndSimilar) {
   c.cache_dir = temp_dir("similar");
   c.cache_match = CacheMatch::kSimilar;
   Fixture f(c);
-  const json first = post(f.port, "/v1/chat/completions", chat("What is the capital of France?", 8)).j();
+  const json first =
+      post(f.port, "/v1/chat/completions", chat("What is the capital of France?", 8)).j();
   f.server->cache()->flush();
-  const Reply norm = post(f.port, "/v1/chat/completions", chat("  what IS the capital of   france?", 8));
+  const Reply norm =
+      post(f.port, "/v1/chat/completions", chat("  what IS the capital of   france?", 8));
   EXPECT_EQ(norm.headers.at("X-Ponder-Cache"), "hit");
   EXPECT_EQ(norm.j()["choices"], first["choices"]);
-  const Reply sim = post(f.port, "/v1/chat/completions", chat("Please tell me, the capital of France is what?", 8));
+  const Reply sim = post(f.port, "/v1/chat/completions",
+                         chat("Please tell me, the capital of France is what?", 8));
   EXPECT_EQ(sim.headers.at("X-Ponder-Cache"), "hit");
   EXPECT_EQ(sim.j()["usage"]["response_cached_question"], "What is the capital of France?");
-  EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("What is the capital of Spain?", 8)).headers.at("X-Ponder-Cache"), "miss");
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("What is the capital of Spain?", 8))
+                .headers.at("X-Ponder-Cache"),
+            "miss");
   const json sum = post(f.port, "/v1/chat/completions", chat("What is 2+2?", 8)).j();
   f.server->cache()->flush();
-  EXPECT_EQ(post(f.port, "/v1/chat/completions", chat("What is 2+3?", 8)).headers.at("X-Ponder-Cache"), "miss");
+  EXPECT_EQ(
+      post(f.port, "/v1/chat/completions", chat("What is 2+3?", 8)).headers.at("X-Ponder-Cache"),
+      "miss");
   // Another system prompt is another context: no match.
   json other = chat("What is the capital of France?", 8);
-  other["messages"].insert(other["messages"].begin(), json{{"role", "system"}, {"content", "Answer in French."}});
+  other["messages"].insert(other["messages"].begin(),
+                           json{{"role", "system"}, {"content", "Answer in French."}});
   EXPECT_EQ(post(f.port, "/v1/chat/completions", other).headers.at("X-Ponder-Cache"), "miss");
 }
 
@@ -606,7 +674,9 @@ TEST(ServerTest, ReturnProgressStreamsPromptProgress) {
   EXPECT_GE(n_progress, 2);
   EXPECT_EQ(last_progress["processed"], last_progress["total"]);
   EXPECT_TRUE(collect(r.body).done);
-  const Reply lc = post(f.port, "/completion", {{"prompt", long_text}, {"n_predict", 2}, {"stream", true}, {"return_progress", true}});
+  const Reply lc =
+      post(f.port, "/completion",
+           {{"prompt", long_text}, {"n_predict", 2}, {"stream", true}, {"return_progress", true}});
   EXPECT_NE(lc.body.find("\"prompt_progress\""), std::string::npos);
   const Reply none = post(f.port, "/v1/chat/completions", chat(long_text + "x", 2, true));
   EXPECT_EQ(none.body.find("prompt_progress"), std::string::npos);  // only when asked
@@ -617,7 +687,8 @@ TEST(ServerTest, DrainingFailsHealthAndRefusesNewWork) {
   EXPECT_EQ(call(f.port, http::verb::get, "/health/ready").status, 200);
   EXPECT_TRUE(f.server->drain(5));
   EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 503);
-  EXPECT_EQ(call(f.port, http::verb::get, "/health/ready").status, 503);  // a load balancer stops sending work
+  EXPECT_EQ(call(f.port, http::verb::get, "/health/ready").status,
+            503);  // a load balancer stops sending work
   const Reply live = call(f.port, http::verb::get, "/health/live");  // but nothing restarts it
   EXPECT_EQ(live.status, 200);
   EXPECT_EQ(live.j()["state"], "draining");
@@ -632,8 +703,11 @@ TEST(ServerTest, AReplicaNamesItselfAndReturnsTheRouteKey) {
   Fixture f(c);
   EXPECT_EQ(call(f.port, http::verb::get, "/health").headers.at("X-Ponder-Replica"), "r2");
   EXPECT_EQ(call(f.port, http::verb::get, "/no/such/route").headers.at("X-Ponder-Replica"), "r2");
-  const json turn1 = {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
-                      {"max_tokens", 2}, {"temperature", 0}};
+  const json turn1 = {
+      {"messages",
+       {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+      {"max_tokens", 2},
+      {"temperature", 0}};
   json turn2 = turn1;
   turn2["messages"].push_back({{"role", "assistant"}, {"content", "Hello"}});
   turn2["messages"].push_back({{"role", "user"}, {"content", "Why?"}});
@@ -642,14 +716,21 @@ TEST(ServerTest, AReplicaNamesItselfAndReturnsTheRouteKey) {
   ASSERT_EQ(a.status, 200);
   EXPECT_EQ(a.headers.at("X-Ponder-Route-Key"), b.headers.at("X-Ponder-Route-Key"));
   EXPECT_EQ(a.headers.at("X-Ponder-Route-Key").rfind("h-", 0), 0u);
-  EXPECT_EQ(a.j()["id"].get<std::string>().rfind("chatcmpl-r2-", 0), 0u);  // the id names its replica
-  const Reply header = post(f.port, "/v1/chat/completions", turn1, {{"X-Conversation-Id", "conv-7"}});
+  EXPECT_EQ(a.j()["id"].get<std::string>().rfind("chatcmpl-r2-", 0),
+            0u);  // the id names its replica
+  const Reply header =
+      post(f.port, "/v1/chat/completions", turn1, {{"X-Conversation-Id", "conv-7"}});
   EXPECT_EQ(header.headers.at("X-Ponder-Route-Key"), "conv-7");
   json keyed = turn1;
   keyed["prompt_cache_key"] = "shared-prompt";
-  EXPECT_EQ(post(f.port, "/v1/chat/completions", keyed).headers.at("X-Ponder-Route-Key"), "shared-prompt");
-  const Reply ollama = post(f.port, "/api/chat", {{"model", "tiny"}, {"messages", turn1["messages"]}, {"stream", false},
-                                                  {"options", {{"num_predict", 2}}}}, {{"X-Conversation-Id", "conv-8"}});
+  EXPECT_EQ(post(f.port, "/v1/chat/completions", keyed).headers.at("X-Ponder-Route-Key"),
+            "shared-prompt");
+  const Reply ollama = post(f.port, "/api/chat",
+                            {{"model", "tiny"},
+                             {"messages", turn1["messages"]},
+                             {"stream", false},
+                             {"options", {{"num_predict", 2}}}},
+                            {{"X-Conversation-Id", "conv-8"}});
   EXPECT_EQ(ollama.headers.at("X-Ponder-Route-Key"), "conv-8");
 }
 
@@ -657,14 +738,18 @@ TEST(ServerTest, AReplicaNamesItselfAndReturnsTheRouteKey) {
 // stream ended, and the server goes on serving.
 TEST(ServerTest, AThrowingHandlerIsA500AndTheServerGoesOn) {
   Router router(AccessConfig{});
-  router.add(http::verb::get, "/throw", [](HttpRequest&&, std::shared_ptr<Responder>) { throw std::runtime_error("boom"); });
+  router.add(http::verb::get, "/throw",
+             [](HttpRequest&&, std::shared_ptr<Responder>) { throw std::runtime_error("boom"); });
   router.add(http::verb::get, "/throw-mid-stream", [](HttpRequest&&, std::shared_ptr<Responder> r) {
     r->start_stream(200, "text/plain");
     r->write("partial");
     (void)nlohmann::json("x").get<bool>();  // throws type_error
   });
-  router.add(http::verb::get, "/ok", [](HttpRequest&&, std::shared_ptr<Responder> r) { r->send(200, "text/plain", "ok"); });
-  HttpServer server(HttpLimits{}, [&router](HttpRequest&& q, std::shared_ptr<Responder> r) { router.handle(std::move(q), std::move(r)); });
+  router.add(http::verb::get, "/ok",
+             [](HttpRequest&&, std::shared_ptr<Responder> r) { r->send(200, "text/plain", "ok"); });
+  HttpServer server(HttpLimits{}, [&router](HttpRequest&& q, std::shared_ptr<Responder> r) {
+    router.handle(std::move(q), std::move(r));
+  });
   ASSERT_TRUE(server.listen("127.0.0.1", 0).is_ok());
   server.start();
   Reply a = call(server.port(), http::verb::get, "/throw");
@@ -686,7 +771,8 @@ namespace {
 // follows the schema, whole and streamed alike; a malformed grammar is a 400 naming its field.
 TEST(ServerTest, StructuredOutputsOnEveryApi) {
   Fixture f;
-  const json schema = json::parse(R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 6},
+  const json schema =
+      json::parse(R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 6},
       "age": {"type": "integer", "minimum": 0, "maximum": 120}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}},
       "required": ["name", "age", "tags"], "additionalProperties": false})");
   auto check = [](const std::string& text) {
@@ -705,13 +791,16 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
     body["temperature"] = 1.0;
     body["seed"] = seed;
     body["reasoning_budget"] = 4;
-    body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", schema}}}};
+    body["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", schema}}}};
     body["logprobs"] = true;
     body["top_logprobs"] = 2;
     const Reply r = post(f.port, "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     const json choice = r.j()["choices"][0];
-    EXPECT_EQ(choice["logprobs"]["content"].size(), r.j()["usage"]["completion_tokens"].get<size_t>());  // one a token
+    EXPECT_EQ(choice["logprobs"]["content"].size(),
+              r.j()["usage"]["completion_tokens"].get<size_t>());  // one a token
     EXPECT_EQ(choice["finish_reason"], "stop");
     EXPECT_FALSE(choice["message"]["reasoning_content"].get<std::string>().empty());
     check(choice["message"]["content"].get<std::string>());
@@ -724,7 +813,8 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
   json none = chat("Who?", 300);
   none["reasoning_budget"] = 4;
   none["reasoning_format"] = "none";
-  none["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", schema}}}};
+  none["response_format"] = {{"type", "json_schema"},
+                             {"json_schema", {{"name", "person"}, {"schema", schema}}}};
   const Reply rn = post(f.port, "/v1/chat/completions", none);
   ASSERT_EQ(rn.status, 200) << rn.body;
   const std::string all = rn.j()["choices"][0]["message"]["content"].get<std::string>();
@@ -732,30 +822,47 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
   ASSERT_NE(end_think, std::string::npos) << all;
   check(all.substr(end_think + 8));
   // llama.cpp's /completion with json_schema and with a GBNF grammar; a raw prompt is all answer.
-  const Reply c = post(f.port, "/completion", {{"prompt", "Data:"}, {"n_predict", 200}, {"json_schema", schema}, {"temperature", 0}});
+  const Reply c =
+      post(f.port, "/completion",
+           {{"prompt", "Data:"}, {"n_predict", 200}, {"json_schema", schema}, {"temperature", 0}});
   ASSERT_EQ(c.status, 200) << c.body;
   check(c.j()["content"].get<std::string>());
-  const Reply g = post(f.port, "/completion", {{"prompt", "Answer:"}, {"n_predict", 20}, {"grammar", "root ::= (\"yes\" | \"no\") \".\""}});
+  const Reply g = post(
+      f.port, "/completion",
+      {{"prompt", "Answer:"}, {"n_predict", 20}, {"grammar", "root ::= (\"yes\" | \"no\") \".\""}});
   ASSERT_EQ(g.status, 200) << g.body;
   const std::string yn = g.j()["content"].get<std::string>();
   EXPECT_TRUE(yn == "yes." || yn == "no.") << yn;
   const Reply bad = post(f.port, "/completion", {{"prompt", "x"}, {"grammar", "root ::= (\"a\""}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.j()["error"]["param"], "grammar");
-  EXPECT_NE(bad.j()["error"]["message"].get<std::string>().find("line 1, column"), std::string::npos);
+  EXPECT_NE(bad.j()["error"]["message"].get<std::string>().find("line 1, column"),
+            std::string::npos);
   // Ollama's format: a schema, and "json".
   const json msgs = {{{"role", "user"}, {"content", "Who?"}}};
-  const Reply o = post(f.port, "/api/chat", {{"messages", msgs}, {"stream", false}, {"format", schema},
-                                              {"options", {{"temperature", 0}, {"num_predict", 300}, {"reasoning_budget", 4}}}});
+  const Reply o =
+      post(f.port, "/api/chat",
+           {{"messages", msgs},
+            {"stream", false},
+            {"format", schema},
+            {"options", {{"temperature", 0}, {"num_predict", 300}, {"reasoning_budget", 4}}}});
   ASSERT_EQ(o.status, 200) << o.body;
   check(o.j()["message"]["content"].get<std::string>());
-  const Reply oj = post(f.port, "/api/generate", {{"prompt", "Who?"}, {"stream", false}, {"format", "json"}, {"think", false},
-                                                   {"options", {{"temperature", 0}, {"num_predict", 60}}}});
+  const Reply oj = post(f.port, "/api/generate",
+                        {{"prompt", "Who?"},
+                         {"stream", false},
+                         {"format", "json"},
+                         {"think", false},
+                         {"options", {{"temperature", 0}, {"num_predict", 60}}}});
   ASSERT_EQ(oj.status, 200) << oj.body;
-  const Reply obad = post(f.port, "/api/chat", {{"messages", msgs}, {"format", {{"type", "string"}, {"uniqueItems", true}}}});
+  const Reply obad =
+      post(f.port, "/api/chat",
+           {{"messages", msgs}, {"format", {{"type", "string"}, {"uniqueItems", true}}}});
   EXPECT_EQ(obad.status, 400);
   EXPECT_NE(obad.j()["error"].get<std::string>().find("uniqueItems"), std::string::npos);
-  EXPECT_EQ(post(f.port, "/api/chat", {{"messages", msgs}, {"tools", {{{"type", "function"}}}}}).status, 400);
+  EXPECT_EQ(
+      post(f.port, "/api/chat", {{"messages", msgs}, {"tools", {{{"type", "function"}}}}}).status,
+      400);
   EXPECT_EQ(post(f.port, "/api/chat", {{"messages", msgs}, {"images", {"aGk="}}}).status, 400);
   EXPECT_EQ(call(f.port, http::verb::get, "/health").status, 200);  // still serving
 }
@@ -765,7 +872,8 @@ TEST(ServerTest, StructuredOutputsOnEveryApi) {
 // name first, then the arguments in pieces) assemble into the same call.
 TEST(ServerTest, ToolCallsWholeAndStreamed) {
   Fixture f;
-  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+  const json tools = json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
       "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
       "required": ["city", "days"], "additionalProperties": false}}}])");
   json body = chat("Weather in Paris?", 400);
@@ -809,18 +917,26 @@ TEST(ServerTest, ToolCallsWholeAndStreamed) {
   // The result goes back as a tool message answering that call; the model then answers.
   json next = chat("Weather in Paris?", 30);
   next["tools"] = tools;
-  next["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice["message"]["tool_calls"]}});
-  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call0["id"]}, {"content", "18 C, sunny"}});
+  next["messages"].push_back({{"role", "assistant"},
+                              {"content", nullptr},
+                              {"tool_calls", choice["message"]["tool_calls"]}});
+  next["messages"].push_back(
+      {{"role", "tool"}, {"tool_call_id", call0["id"]}, {"content", "18 C, sunny"}});
   EXPECT_EQ(post(f.port, "/v1/chat/completions", next).status, 200);
-  // Ollama's tools: the model decides (auto; "required" is Ponder's extension); a call comes back in message.tool_calls with its
-  // arguments as an object, whole and streamed alike.
-  const json weather = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+  // Ollama's tools: the model decides (auto; "required" is Ponder's extension); a call comes back
+  // in message.tool_calls with its arguments as an object, whole and streamed alike.
+  const json weather = json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"], "additionalProperties": false}}}])");
   int n_called = 0;
   for (int seed = 0; seed < 6; ++seed) {
-    const json ob = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"tools", weather}, {"stream", false},
-                     {"tool_choice", seed % 2 ? "required" : "auto"},
-                     {"options", {{"temperature", 1.0}, {"seed", seed}, {"num_predict", 300}, {"reasoning_budget", 3}}}};
+    const json ob = {
+        {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+        {"tools", weather},
+        {"stream", false},
+        {"tool_choice", seed % 2 ? "required" : "auto"},
+        {"options",
+         {{"temperature", 1.0}, {"seed", seed}, {"num_predict", 300}, {"reasoning_budget", 3}}}};
     const Reply o = post(f.port, "/api/chat", ob);
     ASSERT_EQ(o.status, 200) << o.body;
     const json msg = o.j()["message"];

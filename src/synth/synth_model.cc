@@ -12,7 +12,6 @@
 #include "base/check.h"
 #include "base/thread_pool.h"
 #include "gguf/gguf_writer.h"
-
 #include "quant/half.h"
 #include "quant/quantize.h"
 

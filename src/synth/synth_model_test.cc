@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "quant/half.h"
-
 #include "quant/quantize.h"
 
 namespace ponder {

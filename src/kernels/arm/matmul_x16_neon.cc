@@ -192,7 +192,8 @@ struct Q4K {
       }
     }
     for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < 4; ++j) vst1q_f32(y + r * y_stride + 4 * j, vsubq_f32(acc[r][j], accm[r][j]));
+      for (int j = 0; j < 4; ++j)
+        vst1q_f32(y + r * y_stride + 4 * j, vsubq_f32(acc[r][j], accm[r][j]));
     }
   }
 };
@@ -367,10 +368,18 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
         rows[i] = reinterpret_cast<const Act*>(x + (r + i) * x_row_bytes);
       float* yr = yg + r * y_stride;
       switch (rr) {
-        case 4: K::template group<4>(wg, nb, rows, yr, y_stride); break;
-        case 3: K::template group<3>(wg, nb, rows, yr, y_stride); break;
-        case 2: K::template group<2>(wg, nb, rows, yr, y_stride); break;
-        default: K::template group<1>(wg, nb, rows, yr, y_stride); break;
+        case 4:
+          K::template group<4>(wg, nb, rows, yr, y_stride);
+          break;
+        case 3:
+          K::template group<3>(wg, nb, rows, yr, y_stride);
+          break;
+        case 2:
+          K::template group<2>(wg, nb, rows, yr, y_stride);
+          break;
+        default:
+          K::template group<1>(wg, nb, rows, yr, y_stride);
+          break;
       }
     }
   }

@@ -13,9 +13,7 @@ inline __m512 load_f16x16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-inline float half_to_float(uint16_t h) {
-  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
+inline float half_to_float(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
 // t8[l] = a[l + 8] + a[l]; t4[l] = t8[l + 4] + t8[l]; (t4[0] + t4[2]) + (t4[1] + t4[3]).
 inline float reduce16(__m512 a) {
@@ -40,7 +38,8 @@ float dot_f16_ggml_avx512(const uint16_t* x, const uint16_t* y, int64_t n) {
   }
   const __m512 a = _mm512_add_ps(_mm512_add_ps(acc0, acc2), _mm512_add_ps(acc1, acc3));
   double sum = reduce16(a);
-  for (int64_t e = np; e < n; ++e) sum += static_cast<double>(half_to_float(x[e]) * half_to_float(y[e]));
+  for (int64_t e = np; e < n; ++e)
+    sum += static_cast<double>(half_to_float(x[e]) * half_to_float(y[e]));
   return static_cast<float>(sum);
 }
 
@@ -66,8 +65,8 @@ void accumulate_lane(const uint16_t* const* rows, const uint16_t* probs, int64_t
 // Lane by lane rather than position by position: each lane's accumulators stay in registers
 // over its positions instead of a load and a store per position (the same fma chains, so the
 // same bits).
-void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs,
-                                int64_t p_begin, int64_t p_end, int64_t dim, float* acc) {
+void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* probs, int64_t p_begin,
+                                int64_t p_end, int64_t dim, float* acc) {
   if (p_end <= p_begin) return;
   const int64_t dim16 = dim & ~int64_t{15};
   for (int64_t l = 0; l < 64; ++l) {
@@ -80,7 +79,8 @@ void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* pro
     for (; i < dim16; i += 16) accumulate_lane<1>(rows, probs, p0, p_end, a, i);
     for (; i < dim; ++i) {
       float s = a[i];
-      for (int64_t p = p0; p < p_end; p += 64) s = __builtin_fmaf(half_to_float(rows[p][i]), half_to_float(probs[p]), s);
+      for (int64_t p = p0; p < p_end; p += 64)
+        s = __builtin_fmaf(half_to_float(rows[p][i]), half_to_float(probs[p]), s);
       a[i] = s;
     }
   }
@@ -103,12 +103,14 @@ void reduce_lanes_f16_avx512(const float* acc, int64_t dim, float* out) {
     __m512 t8[8], t4[4];
     for (int l = 0; l < 8; ++l) t8[l] = _mm512_add_ps(lanes[l + 8], lanes[l]);
     for (int l = 0; l < 4; ++l) t4[l] = _mm512_add_ps(t8[l + 4], t8[l]);
-    _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3])));
+    _mm512_storeu_ps(out + i,
+                     _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3])));
   }
   for (; i < dim; ++i) {
     float lanes[16], t8[8], t4[4];
     for (int l = 0; l < 16; ++l) {
-      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) + (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
+      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) +
+                 (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
     }
     for (int l = 0; l < 8; ++l) t8[l] = lanes[l + 8] + lanes[l];
     for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
@@ -131,7 +133,8 @@ void scaled_to_f16_avx512(const float* x, float scale, uint16_t* y, int64_t n) {
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), h);
   }
-  for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i)
+    y[i] = static_cast<uint16_t>(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
 }
 
 namespace {
@@ -169,10 +172,17 @@ void dot_f16_heads_avx512(const uint16_t* x, const uint16_t* y, int n_y, int64_t
   int h = 0;
   for (; h + 4 <= n_y; h += 4) dot_heads<4>(x, y + h * n, n, out + h);
   switch (n_y - h) {
-    case 3: dot_heads<3>(x, y + h * n, n, out + h); break;
-    case 2: dot_heads<2>(x, y + h * n, n, out + h); break;
-    case 1: dot_heads<1>(x, y + h * n, n, out + h); break;
-    default: break;
+    case 3:
+      dot_heads<3>(x, y + h * n, n, out + h);
+      break;
+    case 2:
+      dot_heads<2>(x, y + h * n, n, out + h);
+      break;
+    case 1:
+      dot_heads<1>(x, y + h * n, n, out + h);
+      break;
+    default:
+      break;
   }
 }
 

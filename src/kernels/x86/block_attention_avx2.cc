@@ -25,9 +25,10 @@ inline __m256 exp8_nonpositive(__m256 x) {
   const __m256 p = _mm256_fmadd_ps(
       _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
       _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
-  const __m256 j =
-      _mm256_fmadd_ps(p, u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 j = _mm256_fmadd_ps(
+      p, u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_and_ps(keep, _mm256_mul_ps(j, _mm256_castsi256_ps(e)));
 }
 
@@ -111,7 +112,8 @@ void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t 
     int64_t i = 0;
     if (p < n) {
       for (; i + 8 <= hd; i += 8) {
-        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[p] + i))));
+        _mm256_storeu_ps(
+            o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[p] + i))));
       }
       for (; i < hd; ++i) o[i] = _cvtsh_ss(rows[p][i]);
     }
@@ -119,7 +121,8 @@ void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t 
   }
 }
 
-void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
+                             float* out) {
   for (int p = 0; p < kAttnBlock; ++p) {
     float* o = out + p * hdp;
     if (p >= n) {
@@ -131,7 +134,8 @@ void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int6
       const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[b].d));
       for (int j = 0; j < kQK; j += 8) {
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk[b].qs + j));
-        _mm256_storeu_ps(o + b * kQK + j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+        _mm256_storeu_ps(o + b * kQK + j,
+                         _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
       }
     }
   }
@@ -140,7 +144,8 @@ void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int6
 void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp) {
   const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
   for (int64_t i = 0; i < hdp; i += 8) {
-    _mm256_storeu_ps(o + i, _mm256_fmadd_ps(_mm256_loadu_ps(acc + i), bv, _mm256_mul_ps(_mm256_loadu_ps(o + i), av)));
+    _mm256_storeu_ps(o + i, _mm256_fmadd_ps(_mm256_loadu_ps(acc + i), bv,
+                                            _mm256_mul_ps(_mm256_loadu_ps(o + i), av)));
   }
 }
 
@@ -152,9 +157,11 @@ void attend_block_avx2(const float* k, const float* v, const float* q, int valid
   // Lane masks of the live positions (all ones in lanes < valid).
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 live_lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane));
-  const __m256 live_hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid - 8), lane));
+  const __m256 live_hi =
+      _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid - 8), lane));
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
-  const float mb = hmax8(_mm256_max_ps(_mm256_blendv_ps(ninf, s_lo, live_lo), _mm256_blendv_ps(ninf, s_hi, live_hi)));
+  const float mb = hmax8(
+      _mm256_max_ps(_mm256_blendv_ps(ninf, s_lo, live_lo), _mm256_blendv_ps(ninf, s_hi, live_hi)));
   const float m_new = std::max(st.m, mb);
   const float corr =
       st.m == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp8_nonpositive(_mm256_set1_ps(st.m - m_new)));

@@ -26,9 +26,10 @@ inline __m512 exp16_nonpositive(__m512 x) {
   const __m512 p = _mm512_fmadd_ps(
       _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
       _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
-  const __m512 j =
-      _mm512_fmadd_ps(p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512 j = _mm512_fmadd_ps(
+      p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_maskz_mul_ps(keep, j, _mm512_castsi512_ps(e));
 }
 
@@ -67,7 +68,8 @@ inline __m512 scores16(const float* k, const float* q, int64_t hdp) {
   for (int p = 0; p < 16; ++p) acc[p] = _mm512_setzero_ps();
   for (int64_t d = 0; d < hdp; d += 16) {
     const __m512 qv = _mm512_loadu_ps(q + d);
-    for (int p = 0; p < 16; ++p) acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(k + p * hdp + d), qv, acc[p]);
+    for (int p = 0; p < 16; ++p)
+      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(k + p * hdp + d), qv, acc[p]);
   }
   // The pairings put position p in lane p at the end: the last two folds interleave
   // [p0 p1 | p2 p3] blocks as [a e i m | b f j n | c g k o | d h l p] with a..p these positions.
@@ -75,7 +77,8 @@ inline __m512 scores16(const float* k, const float* q, int64_t hdp) {
   const __m512 ef = fold8(acc[1], acc[5]), gh = fold8(acc[9], acc[13]);
   const __m512 ij = fold8(acc[2], acc[6]), kl = fold8(acc[10], acc[14]);
   const __m512 mn = fold8(acc[3], acc[7]), op = fold8(acc[11], acc[15]);
-  const __m512 abcd = fold4(ab, cd), efgh = fold4(ef, gh), ijkl = fold4(ij, kl), mnop = fold4(mn, op);
+  const __m512 abcd = fold4(ab, cd), efgh = fold4(ef, gh), ijkl = fold4(ij, kl),
+               mnop = fold4(mn, op);
   return fold1(fold2(abcd, efgh), fold2(ijkl, mnop));
 }
 
@@ -123,7 +126,9 @@ void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_
     }
     int64_t i = 0;
     for (; i + 16 <= hd; i += 16) {
-      _mm512_storeu_ps(o + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + i))));
+      _mm512_storeu_ps(
+          o + i,
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + i))));
     }
     if (i < hd) {
       const __mmask16 m = static_cast<__mmask16>((1u << (hd - i)) - 1);
@@ -132,7 +137,8 @@ void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_
   }
 }
 
-void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
+                               float* out) {
   for (int p = 0; p < kAttnBlock; ++p) {
     float* o = out + p * hdp;
     if (p >= n) {
@@ -149,7 +155,8 @@ void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, in
 void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp) {
   const __m512 av = _mm512_set1_ps(a), bv = _mm512_set1_ps(b);
   for (int64_t i = 0; i < hdp; i += 16) {
-    _mm512_storeu_ps(o + i, _mm512_fmadd_ps(_mm512_loadu_ps(acc + i), bv, _mm512_mul_ps(_mm512_loadu_ps(o + i), av)));
+    _mm512_storeu_ps(o + i, _mm512_fmadd_ps(_mm512_loadu_ps(acc + i), bv,
+                                            _mm512_mul_ps(_mm512_loadu_ps(o + i), av)));
   }
 }
 
@@ -163,7 +170,8 @@ inline float softmax_step(__m512 scores, int valid, float scale, SoftmaxState& s
   const float m_new = std::max(st.m, _mm512_mask_reduce_max_ps(live, s));
   const float corr =
       st.m == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp16_nonpositive(_mm512_set1_ps(st.m - m_new)));
-  const __m512 e = _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
+  const __m512 e =
+      _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
   st.l = st.l * corr + tree16(e);
   st.m = m_new;
   _mm512_store_ps(ev, e);
@@ -191,7 +199,8 @@ inline void softmax_steps(const __m512 (&scores)[H], int valid, float scale, Sof
   __m512 e[H];
 #pragma GCC unroll 16
   for (int h = 0; h < H; ++h) {
-    e[h] = _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s[h], _mm512_set1_ps(m_new[h]))));
+    e[h] =
+        _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s[h], _mm512_set1_ps(m_new[h]))));
   }
 #pragma GCC unroll 16
   for (int h = 0; h < H; ++h) {
@@ -214,7 +223,8 @@ struct F16Rows {
 struct Q8_0Rows {
   const uint8_t* const* rows;
   __m512 load(int p, int64_t d) const {
-    return q8_0_values16(reinterpret_cast<const BlockQ8_0*>(rows[p])[d / kQK], static_cast<int>(d % kQK));
+    return q8_0_values16(reinterpret_cast<const BlockQ8_0*>(rows[p])[d / kQK],
+                         static_cast<int>(d % kQK));
   }
 };
 struct F32Block {
@@ -236,7 +246,8 @@ struct Prefetch {
   // Lines [l0, l1) of row p (those inside it).
   void lines_of_row(int p, int64_t l0, int64_t l1) const {
     if (rows == nullptr) return;
-    for (int64_t l = l0; l < l1 && 64 * l < row_bytes; ++l) _mm_prefetch(reinterpret_cast<const char*>(rows[p] + 64 * l), _MM_HINT_T1);
+    for (int64_t l = l0; l < l1 && 64 * l < row_bytes; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(rows[p] + 64 * l), _MM_HINT_T1);
   }
 };
 
@@ -260,8 +271,9 @@ inline void store_acc(const __m512 (&a)[H][C], int64_t c0, SoftmaxState* st) {
 // acc[h] (C vectors from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
 // p < valid: add_values for H queries at once, each V vector loaded once for all of them.
 template <int H, int C, class Rows>
-inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr, int valid,
-                             int64_t c0, SoftmaxState* st, const Prefetch& pf = {}, int64_t line0 = 0) {
+inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr,
+                             int valid, int64_t c0, SoftmaxState* st, const Prefetch& pf = {},
+                             int64_t line0 = 0) {
   __m512 a[H][C];
   load_scaled<H, C>(st, corr, c0, a);
   for (int p = 0; p < valid; ++p) {
@@ -283,9 +295,11 @@ struct F32Values {
   Rows rows;
   Prefetch pf = {};
   template <int H>
-  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp, SoftmaxState* st) const {
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hdp,
+           SoftmaxState* st) const {
     int64_t c0 = 0;
-    for (; c0 + 64 <= hdp; c0 += 64) add_values_group<H, 4>(rows, ev, corr, valid, c0, st, pf, c0 / 32);
+    for (; c0 + 64 <= hdp; c0 += 64)
+      add_values_group<H, 4>(rows, ev, corr, valid, c0, st, pf, c0 / 32);
     for (; c0 < hdp; c0 += 16) add_values_group<H, 1>(rows, ev, corr, valid, c0, st);
   }
 };
@@ -302,11 +316,13 @@ struct Bf16PairValues {
   // NB blocks in turn (rows 16b ..): for each, acc times corr[b][h] where it is not 1, then its
   // n_pairs[b] pairs with the weights hi[h][8b + k]; the accumulators loaded and stored once.
   template <int H, int C, int NB>
-  void add_chunk(const uint32_t (*hi)[kAttnStepBf16 / 2], const float (*corr)[H], const int* n_pairs, int64_t c0,
-                 SoftmaxState* st) const {
-    // Lanes 0-15 of the interleave take elements 0-15 of the two rows alternately, lanes 16-31 elements 16-31.
-    const __m512i take_lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
-                                             6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  void add_chunk(const uint32_t (*hi)[kAttnStepBf16 / 2], const float (*corr)[H],
+                 const int* n_pairs, int64_t c0, SoftmaxState* st) const {
+    // Lanes 0-15 of the interleave take elements 0-15 of the two rows alternately, lanes 16-31
+    // elements 16-31.
+    const __m512i take_lo =
+        _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                         37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i take_hi = _mm512_add_epi16(take_lo, _mm512_set1_epi16(16));
     __m512 a[H][C];
     for (int h = 0; h < H; ++h)
@@ -338,7 +354,8 @@ struct Bf16PairValues {
   // NB (1 or 2) blocks' weights ev[b] [H][16] with their corrections corr[b] and `valid` positions
   // in all (the first block full when NB = 2).
   template <int H, int NB = 1>
-  void add_blocks(const float (*const* ev)[kAttnBlock], const float (*corr)[H], int valid, SoftmaxState* st) const {
+  void add_blocks(const float (*const* ev)[kAttnBlock], const float (*corr)[H], int valid,
+                  SoftmaxState* st) const {
     alignas(64) uint32_t hi[H][kAttnStepBf16 / 2];
     int n_pairs[NB];
     for (int b = 0; b < NB; ++b) {
@@ -354,8 +371,9 @@ struct Bf16PairValues {
   }
 
   template <int H>
-  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t, SoftmaxState* st) const {
-    const float (*evs[1])[kAttnBlock] = {ev};
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t,
+           SoftmaxState* st) const {
+    const float(*evs[1])[kAttnBlock] = {ev};
     float c[1][H];
     std::copy(corr, corr + H, c[0]);
     add_blocks<H, 1>(evs, c, valid, st);
@@ -382,8 +400,8 @@ struct F32Scores {
   }
 };
 
-// The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [hdp32] and qb [H][hdp32],
-// one vdpbf16ps per 32 elements.
+// The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [hdp32] and qb
+// [H][hdp32], one vdpbf16ps per 32 elements.
 template <int H>
 struct Bf16Scores {
   const uint16_t* const* krows;
@@ -418,11 +436,13 @@ inline void block_scores(const Scores& scores, __m512 (&s)[H]) {
     scores.group(g, a);
     for (int h = 0; h < H; ++h) grp[g][h] = fold4(fold8(a[0][h], a[1][h]), fold8(a[2][h], a[3][h]));
   }
-  for (int h = 0; h < H; ++h) s[h] = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
+  for (int h = 0; h < H; ++h)
+    s[h] = fold1(fold2(grp[0][h], grp[1][h]), fold2(grp[2][h], grp[3][h]));
 }
 
 template <int H, class Scores, class Values>
-void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t hdp, float scale, SoftmaxState* st) {
+void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t hdp, float scale,
+                       SoftmaxState* st) {
   alignas(64) float ev[H][kAttnBlock];
   float corr[H];
   __m512 s[H];
@@ -435,8 +455,9 @@ void attend_heads_with(const Scores& scores, const Values& v, int valid, int64_t
 // both blocks' scores (the first with the next step's V rows 0-15 prefetched, the second with
 // 16-31), the two softmax steps, then one V pass for both (the next step's K rows prefetched).
 template <int H>
-void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* vr, int valid, const uint16_t* qb,
-                              int64_t hd, float scale, SoftmaxState* st, const BlockRows* next) {
+void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* vr, int valid,
+                              const uint16_t* qb, int64_t hd, float scale, SoftmaxState* st,
+                              const BlockRows* next) {
   const Prefetch pv0 = next != nullptr ? Prefetch{next->v, next->v_bytes} : Prefetch{};
   const Prefetch pv1 = next != nullptr ? Prefetch{next->v + kAttnBlock, next->v_bytes} : Prefetch{};
   const Prefetch pk = next != nullptr ? Prefetch{next->k, next->k_bytes} : Prefetch{};
@@ -447,7 +468,7 @@ void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* 
   float corr[2][H];
   softmax_steps<H>(s0, kAttnBlock, scale, st, ev0, corr[0]);
   softmax_steps<H>(s1, valid - kAttnBlock, scale, st, ev1, corr[1]);
-  const float (*evs[2])[kAttnBlock] = {ev0, ev1};
+  const float(*evs[2])[kAttnBlock] = {ev0, ev1};
   Bf16PairValues{vr, hd, pk}.add_blocks<H, 2>(evs, corr, valid, st);
 }
 
@@ -456,12 +477,24 @@ template <class Run>
 void in_sixes(int n_q, const Run& run) {
   for (int h0 = 0; h0 < n_q; h0 += 6) {
     switch (std::min(6, n_q - h0)) {
-      case 1: run(std::integral_constant<int, 1>(), h0); break;
-      case 2: run(std::integral_constant<int, 2>(), h0); break;
-      case 3: run(std::integral_constant<int, 3>(), h0); break;
-      case 4: run(std::integral_constant<int, 4>(), h0); break;
-      case 5: run(std::integral_constant<int, 5>(), h0); break;
-      default: run(std::integral_constant<int, 6>(), h0); break;
+      case 1:
+        run(std::integral_constant<int, 1>(), h0);
+        break;
+      case 2:
+        run(std::integral_constant<int, 2>(), h0);
+        break;
+      case 3:
+        run(std::integral_constant<int, 3>(), h0);
+        break;
+      case 4:
+        run(std::integral_constant<int, 4>(), h0);
+        break;
+      case 5:
+        run(std::integral_constant<int, 5>(), h0);
+        break;
+      default:
+        run(std::integral_constant<int, 6>(), h0);
+        break;
     }
   }
 }
@@ -469,16 +502,18 @@ void in_sixes(int n_q, const Run& run) {
 // The next block's lines for the first six queries of a full block (Prefetch): its V rows during
 // the scores, its K rows during the V sums.
 Prefetch next_v(const BlockRows* next, int valid, int h0) {
-  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->v, next->v_bytes} : Prefetch{};
+  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->v, next->v_bytes}
+                                                           : Prefetch{};
 }
 Prefetch next_k(const BlockRows* next, int valid, int h0) {
-  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->k, next->k_bytes} : Prefetch{};
+  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->k, next->k_bytes}
+                                                           : Prefetch{};
 }
 
 // The fused form for n_q queries with f32 scores.
 template <class Rows>
-void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp, float scale,
-                  SoftmaxState* st, const BlockRows* next) {
+void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp,
+                  float scale, SoftmaxState* st, const BlockRows* next) {
   in_sixes(n_q, [&](auto h, int h0) {
     attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp, next_v(next, valid, h0)},
                            F32Values<Rows>{v, next_k(next, valid, h0)}, valid, hdp, scale, st + h0);
@@ -487,10 +522,11 @@ void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n
 
 // The same with bf16 scores.
 template <class Rows>
-void attend_group_bf16(const uint16_t* const* krows, const Rows& v, int valid, const uint16_t* qb, int n_q, int64_t hdp,
-                       int64_t hdp32, float scale, SoftmaxState* st) {
+void attend_group_bf16(const uint16_t* const* krows, const Rows& v, int valid, const uint16_t* qb,
+                       int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(Bf16Scores<h()>{krows, qb + h0 * hdp32, hdp32}, F32Values<Rows>{v}, valid, hdp, scale, st + h0);
+    attend_heads_with<h()>(Bf16Scores<h()>{krows, qb + h0 * hdp32, hdp32}, F32Values<Rows>{v},
+                           valid, hdp, scale, st + h0);
   });
 }
 
@@ -505,18 +541,18 @@ void attend_block_avx512(const float* k, const float* v, const float* q, int val
   for (; c0 < hdp; c0 += 16) add_values<1>(v, ev, valid, hdp, corr, st.acc, c0);
 }
 
-void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                   const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
-                                   const BlockRows* next) {
+void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                   int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                   SoftmaxState* st, const BlockRows* next) {
   alignas(64) static const uint16_t kZeros[256] = {};
   const uint16_t* kr[kAttnBlock];
   for (int p = 0; p < kAttnBlock; ++p) kr[p] = p < valid ? krows[p] : kZeros;
   attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st, next);
 }
 
-void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows, int valid,
-                                    const float* q, int n_q, int64_t hdp, float scale, SoftmaxState* st,
-                                    const BlockRows* next) {
+void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                    int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                    SoftmaxState* st, const BlockRows* next) {
   alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};  // scale +0, codes 0: +0 everywhere
   const uint8_t* kr[kAttnBlock];
   const uint8_t* vr[kAttnBlock];
@@ -527,13 +563,14 @@ void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* 
   attend_group(Q8_0Rows{kr}, Q8_0Rows{vr}, valid, q, n_q, hdp, scale, st, next);
 }
 
-void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q, int64_t hdp,
-                               float scale, SoftmaxState* st, const BlockRows* next) {
+void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q,
+                               int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next) {
   attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st, next);
 }
 
 // bf16 of f16 rows: exact in f32 (an f16 is never an f32 subnormal), then rounded to nearest even.
-void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32,
+                                   uint16_t* kb) {
   for (int p = 0; p < kAttnBlock; ++p) {
     uint16_t* o = kb + p * hdp32;
     for (int64_t i = 0; i < hdp32; i += 32) {
@@ -548,7 +585,8 @@ void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t h
 }
 
 // bf16 of Q8_0 rows: f32(d) * q (exact: 11 by 8 bits), rounded to nearest even.
-void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp32, uint16_t* kb) {
+void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd,
+                                        int64_t hdp32, uint16_t* kb) {
   for (int p = 0; p < kAttnBlock; ++p) {
     uint16_t* o = kb + p * hdp32;
     if (p >= n) {
@@ -557,25 +595,29 @@ void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64
     }
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
     for (int64_t b = 0; b < hd / kQK; ++b) {
-      _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(q8_0_values16(blk[b], 16), q8_0_values16(blk[b], 0)));
+      _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(q8_0_values16(blk[b], 16),
+                                                                    q8_0_values16(blk[b], 0)));
     }
   }
 }
 
-void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid, const uint16_t* qb,
-                                        int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
+void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid,
+                                        const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
+                                        float scale, SoftmaxState* st) {
   attend_group_bf16(krows, F32Block{v, hdp}, valid, qb, n_q, hdp, hdp32, scale, st);
 }
 
-void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32, float scale,
-                                            SoftmaxState* st) {
+void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows,
+                                            const uint16_t* const* vrows, int valid,
+                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
+                                            float scale, SoftmaxState* st) {
   attend_group_bf16(krows, F16Rows{vrows}, valid, qb, n_q, hdp, hdp32, scale, st);
 }
 
-void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const uint16_t* const* vrows, int valid,
-                                          const uint16_t* qb, int n_q, int64_t hd, float scale, SoftmaxState* st,
-                                          const BlockRows* next) {
+void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
+                                          const uint16_t* const* vrows, int valid,
+                                          const uint16_t* qb, int n_q, int64_t hd, float scale,
+                                          SoftmaxState* st, const BlockRows* next) {
   alignas(64) static const uint16_t kZeros[256] = {};
   const uint16_t* kr[kAttnStepBf16];
   const uint16_t* vr[kAttnStepBf16];
@@ -593,7 +635,8 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows, const ui
   // At most 16 positions: one block (the same bits).
   in_sixes(n_q, [&](auto h, int h0) {
     attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, next_v(next, valid, h0)},
-                           Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale, st + h0);
+                           Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale,
+                           st + h0);
   });
 }
 

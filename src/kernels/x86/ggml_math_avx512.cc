@@ -19,13 +19,14 @@ __m512 exp16(__m512 x) {
   const __m512 p = _mm512_fmadd_ps(
       _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
       _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
-  const __m512 j =
-      _mm512_fmadd_ps(p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 j = _mm512_fmadd_ps(
+      p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
   const __m512 scaled = _mm512_scalef_ps(j, n);
   // |n| > 192: 0 for n <= 0, inf above.
   const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
   const __mmask16 neg = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
-  const __m512 limit = _mm512_mask_blend_ps(neg, _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
+  const __m512 limit =
+      _mm512_mask_blend_ps(neg, _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
   return _mm512_mask_blend_ps(big, scaled, limit);
 }
 

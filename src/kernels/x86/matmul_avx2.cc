@@ -14,9 +14,9 @@
 namespace ponder {
 namespace {
 
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/k4_scales.h"
 #include "kernels/x86/q8_quantize_avx2.h"
-#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
 
 // (a0 + a2) + (a1 + a3).

@@ -29,8 +29,8 @@
 namespace ponder {
 namespace {
 
-#include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/tile_driver.h"
 
 // The weight rows are read as several interleaved streams (16 rows for Q4_0), which the hardware

@@ -18,8 +18,8 @@
 namespace ponder {
 namespace {
 
-#include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
 
 // A single weight row is one stream; asking for the super-block a few ahead (two lines, as a

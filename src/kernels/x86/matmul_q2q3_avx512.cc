@@ -21,8 +21,8 @@
 namespace ponder {
 namespace {
 
-#include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
 
 // Lane l of the result = lane l + lane l + 8 of v (exact integers).

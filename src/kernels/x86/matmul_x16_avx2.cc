@@ -201,8 +201,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
             const __m256i q = _mm256_or_si256(nib, _mm256_and_si256(hs, m16));
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
-              const __m256i prod =
-                  _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+              const __m256i prod = _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
               t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(prod, sc2[c]));
             }
           }
@@ -398,10 +397,18 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
       for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
       float* yr = yg + r * y_stride;
       switch (rr) {
-        case 4: Group<4>::run(wg, nb, rows, yr, y_stride); break;
-        case 3: Group<3>::run(wg, nb, rows, yr, y_stride); break;
-        case 2: Group<2>::run(wg, nb, rows, yr, y_stride); break;
-        default: Group<1>::run(wg, nb, rows, yr, y_stride); break;
+        case 4:
+          Group<4>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 3:
+          Group<3>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 2:
+          Group<2>::run(wg, nb, rows, yr, y_stride);
+          break;
+        default:
+          Group<1>::run(wg, nb, rows, yr, y_stride);
+          break;
       }
     }
   }
@@ -409,22 +416,19 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
 
 template <int R>
 struct Q4KGroup {
-  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q4_K_group<R>(w, nb, x, y, s);
   }
 };
 template <int R>
 struct Q5KGroup {
-  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q5_K_group<R>(w, nb, x, y, s);
   }
 };
 template <int R>
 struct Q6KGroup {
-  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q6_K_group<R>(w, nb, x, y, s);
   }
 };
@@ -436,23 +440,23 @@ struct Q80Group {
   }
 };
 
-void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
-void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
-void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
-void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ80X16, ActX16Q80, 64, Q80Group>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
@@ -460,8 +464,8 @@ constexpr MatmulKernel kKernels[] = {
     {GgmlType::Q4_K, Isa::kAvx2, "q4_K_x16_avx2", packed_row_bytes, pack_row, gemm_q4_K, true},
     {GgmlType::Q5_K, Isa::kAvx2, "q5_K_x16_avx2", packed_row_bytes, pack_row, gemm_q5_K, true},
     {GgmlType::Q6_K, Isa::kAvx2, "q6_K_x16_avx2", packed_row_bytes, pack_row, gemm_q6_K, true},
-    {GgmlType::Q8_0, Isa::kAvx2, "q8_0_x16_avx2", q8_0_packed_row_bytes, q8_0_pack_row,
-     gemm_q8_0, true},
+    {GgmlType::Q8_0, Isa::kAvx2, "q8_0_x16_avx2", q8_0_packed_row_bytes, q8_0_pack_row, gemm_q8_0,
+     true},
 };
 
 }  // namespace

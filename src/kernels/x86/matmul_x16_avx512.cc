@@ -94,8 +94,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
         for (int k = 0; k < 8; ++k) {
           const __m512i raw = load64(wb.qs[p][k]);
           if (h == 0) prefetch(pf + 512 * p + 64 * k);
-          const __m512i q =
-              _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
+          const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r)
             s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
@@ -109,8 +108,8 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
     __m512i mins[4];
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
-      mins[p] = _mm512_cvtepu8_epi16(
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+      mins[p] =
+          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
     const __m512 dmin =
@@ -145,7 +144,9 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 // where the mask drops them.
 __m512i q5_codes(__m512i raw, __m512i hb, int c, __m512i m4, __m512i m16) {
   const __m512i nib = _mm512_and_si512(c % 2 == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
-  const __m512i hs = c < 4 ? _mm512_slli_epi16(hb, 4 - c) : c == 4 ? hb : _mm512_srli_epi16(hb, c - 4);
+  const __m512i hs = c < 4    ? _mm512_slli_epi16(hb, 4 - c)
+                     : c == 4 ? hb
+                              : _mm512_srli_epi16(hb, c - 4);
   return _mm512_ternarylogic_epi32(nib, hs, m16, 0xF8);  // nib | (hs & m16)
 }
 
@@ -205,9 +206,11 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
           if (c < 5) prefetch(pf + 320 * l + 64 * c);
           const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+          for (int r = 0; r < R; ++r)
+            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
         }
-        const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
+        const __m512i sc =
+            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
       }
@@ -215,8 +218,8 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
     __m512i mins[4];
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
-      mins[p] = _mm512_cvtepu8_epi16(
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+      mins[p] =
+          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
     const __m512 dmin =
@@ -266,12 +269,12 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
       const __m512i v1 = _mm512_and_si512(r1, m6);
       const __m512i v2 = _mm512_and_si512(r2, m6);
       // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b : c)
-      const __m512i low4 = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6),
-                                                     _mm512_srli_epi16(r1, 4), 0xCA);
-      const __m512i v3 = _mm512_and_si512(
-          _mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
-      const __m512i sc = _mm512_cvtepi8_epi32(
-          _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
+      const __m512i low4 =
+          _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6), _mm512_srli_epi16(r1, 4), 0xCA);
+      const __m512i v3 =
+          _mm512_and_si512(_mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
+      const __m512i sc =
+          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* xq = x[r][b].qs + 16 * s;
@@ -428,14 +431,30 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
       for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
       float* yr = yg + r * y_stride;
       switch (rr) {
-        case 8: Group<8>::run(wg, nb, rows, yr, y_stride); break;
-        case 7: Group<7>::run(wg, nb, rows, yr, y_stride); break;
-        case 6: Group<6>::run(wg, nb, rows, yr, y_stride); break;
-        case 5: Group<5>::run(wg, nb, rows, yr, y_stride); break;
-        case 4: Group<4>::run(wg, nb, rows, yr, y_stride); break;
-        case 3: Group<3>::run(wg, nb, rows, yr, y_stride); break;
-        case 2: Group<2>::run(wg, nb, rows, yr, y_stride); break;
-        default: Group<1>::run(wg, nb, rows, yr, y_stride); break;
+        case 8:
+          Group<8>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 7:
+          Group<7>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 6:
+          Group<6>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 5:
+          Group<5>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 4:
+          Group<4>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 3:
+          Group<3>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 2:
+          Group<2>::run(wg, nb, rows, yr, y_stride);
+          break;
+        default:
+          Group<1>::run(wg, nb, rows, yr, y_stride);
+          break;
       }
     }
   }
@@ -462,14 +481,30 @@ void gemm_x16_pairs(const WeightView& w, const void* xp, int64_t n_rows, int64_t
       for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
       float* yr = yg + r * y_stride;
       switch (rr) {
-        case 8: if constexpr (kPairRows >= 8) Pair<8>::run(wg, nb, rows, yr, y_stride); break;
-        case 7: if constexpr (kPairRows >= 7) Pair<7>::run(wg, nb, rows, yr, y_stride); break;
-        case 6: if constexpr (kPairRows >= 6) Pair<6>::run(wg, nb, rows, yr, y_stride); break;
-        case 5: Pair<5>::run(wg, nb, rows, yr, y_stride); break;
-        case 4: Pair<4>::run(wg, nb, rows, yr, y_stride); break;
-        case 3: Pair<3>::run(wg, nb, rows, yr, y_stride); break;
-        case 2: Pair<2>::run(wg, nb, rows, yr, y_stride); break;
-        default: Pair<1>::run(wg, nb, rows, yr, y_stride); break;
+        case 8:
+          if constexpr (kPairRows >= 8) Pair<8>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 7:
+          if constexpr (kPairRows >= 7) Pair<7>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 6:
+          if constexpr (kPairRows >= 6) Pair<6>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 5:
+          Pair<5>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 4:
+          Pair<4>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 3:
+          Pair<3>::run(wg, nb, rows, yr, y_stride);
+          break;
+        case 2:
+          Pair<2>::run(wg, nb, rows, yr, y_stride);
+          break;
+        default:
+          Pair<1>::run(wg, nb, rows, yr, y_stride);
+          break;
       }
     }
   }
@@ -489,15 +524,13 @@ struct Q80Pair {
 
 template <int R>
 struct Q4KGroup {
-  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q4_K_group<R>(w, nb, x, y, s);
   }
 };
 template <int R>
 struct Q5KGroup {
-  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q5_K_group<R>(w, nb, x, y, s);
   }
 };
@@ -510,40 +543,36 @@ struct Q80Group {
 };
 template <int R>
 struct Q6KGroup {
-  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y,
-                  int64_t s) {
+  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
     q6_K_group<R>(w, nb, x, y, s);
   }
 };
 
-void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
-void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
-void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
-  gemm_x16_pairs<BlockQ80X16, ActX16Q80, 64, 6, Q80Pair, Q80Group>(w, xp, n_rows, o_begin, o_end,
-                                                                   y, y_stride);
+void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
+  gemm_x16_pairs<BlockQ80X16, ActX16Q80, 64, 6, Q80Pair, Q80Group>(w, xp, n_rows, o_begin, o_end, y,
+                                                                   y_stride);
 }
 
-void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-               int64_t o_end, float* y, int64_t y_stride) {
+void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
+               float* y, int64_t y_stride) {
   gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
 }
 
 constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, Isa::kAvx512, "q4_K_x16_avx512", packed_row_bytes, pack_row, gemm_q4_K,
-     true},
-    {GgmlType::Q5_K, Isa::kAvx512, "q5_K_x16_avx512", packed_row_bytes, pack_row, gemm_q5_K,
-     true},
-    {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K,
-     true},
+    {GgmlType::Q4_K, Isa::kAvx512, "q4_K_x16_avx512", packed_row_bytes, pack_row, gemm_q4_K, true},
+    {GgmlType::Q5_K, Isa::kAvx512, "q5_K_x16_avx512", packed_row_bytes, pack_row, gemm_q5_K, true},
+    {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K, true},
     {GgmlType::Q8_0, Isa::kAvx512, "q8_0_x16_avx512", q8_0_packed_row_bytes, q8_0_pack_row,
      gemm_q8_0, true},
 };

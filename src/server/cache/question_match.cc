@@ -8,19 +8,23 @@ namespace ponder::server {
 namespace {
 
 bool is_filler(const std::string& w) {
-  static const std::set<std::string> kFillers = {"a", "an", "the", "please", "pls", "kindly", "hey", "hi", "hello",
-                                                 "thanks", "thank", "you", "me", "can", "could", "would", "tell",
-                                                 "so", "just", "quick", "question", "i", "wonder", "um", "ok", "okay"};
+  static const std::set<std::string> kFillers = {
+      "a",      "an",    "the",      "please", "pls",    "kindly", "hey",   "hi",   "hello",
+      "thanks", "thank", "you",      "me",     "can",    "could",  "would", "tell", "so",
+      "just",   "quick", "question", "i",      "wonder", "um",     "ok",    "okay"};
   return kFillers.count(w) > 0;
 }
 
 bool is_number(const std::string& w) {
-  return !w.empty() && std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !w.empty() && std::any_of(w.begin(), w.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 bool is_negation(const std::string& w) {
-  static const std::set<std::string> kNegations = {"not", "no", "never", "none", "nor", "without", "isn't", "aren't",
-                                                   "doesn't", "don't", "didn't", "can't", "cannot", "won't", "wasn't"};
+  static const std::set<std::string> kNegations = {
+      "not",     "no",    "never",  "none",  "nor",    "without", "isn't", "aren't",
+      "doesn't", "don't", "didn't", "can't", "cannot", "won't",   "wasn't"};
   return kNegations.count(w) > 0;
 }
 
@@ -52,7 +56,8 @@ std::vector<std::string> question_words(std::string_view text) {
   };
   for (char ch : text) {
     const unsigned char c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c >= 0x80 || (c == '\'' && !w.empty()) || (c == '.' && !w.empty() && std::isdigit(static_cast<unsigned char>(w.back())))) {
+    if (std::isalnum(c) || c >= 0x80 || (c == '\'' && !w.empty()) ||
+        (c == '.' && !w.empty() && std::isdigit(static_cast<unsigned char>(w.back())))) {
       w += static_cast<char>(std::tolower(c));
     } else {
       flush();

@@ -24,9 +24,9 @@ std::string normalize_question(std::string_view text);
 std::vector<std::string> question_words(std::string_view text);
 
 struct QuestionSimilarity {
-  double jaccard = 0;          // of the content words (fillers removed)
-  bool same_numbers = false;   // the same numbers, as a multiset
-  bool same_negations = false; // the same negation words
+  double jaccard = 0;           // of the content words (fillers removed)
+  bool same_numbers = false;    // the same numbers, as a multiset
+  bool same_negations = false;  // the same negation words
   bool accepted() const { return same_numbers && same_negations && jaccard >= kSimilarThreshold; }
 };
 QuestionSimilarity compare_questions(std::string_view a, std::string_view b);

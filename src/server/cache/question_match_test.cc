@@ -8,7 +8,8 @@ namespace ponder::server {
 namespace {
 
 TEST(QuestionMatchTest, NormalizedIgnoresCaseAndWhitespaceRuns) {
-  EXPECT_EQ(normalize_question("  What IS\t the   capital\nof France?  "), "what is the capital of france?");
+  EXPECT_EQ(normalize_question("  What IS\t the   capital\nof France?  "),
+            "what is the capital of france?");
   EXPECT_NE(normalize_question("What is 2+2?"), normalize_question("What is 2+3?"));
 }
 
@@ -28,7 +29,8 @@ TEST(QuestionMatchTest, SimilarAcceptsParaphrasesAndRefusesNearMisses) {
       {"What is 2+2?", "What is 2+3?"},
       {"What is 12 times 7?", "What is 12 times 8?"},
       {"Is Paris in France?", "Is Paris not in France?"},
-      {"Is the city of Paris located in France today?", "Is the city of Paris not located in France today?"},
+      {"Is the city of Paris located in France today?",
+       "Is the city of Paris not located in France today?"},
       {"What is the capital of France?", "What is the capital of Germany?"},
       {"Why is the sky blue?", "Why is the sea blue?"},
       {"Explain how photosynthesis works", "Explain how respiration works"},
@@ -38,8 +40,12 @@ TEST(QuestionMatchTest, SimilarAcceptsParaphrasesAndRefusesNearMisses) {
       {"Is it safe to eat raw eggs?", "Is it never safe to eat raw eggs?"},
       {"Summarize the plot of Hamlet", "Summarize the plot of Macbeth"},
   };
-  for (const auto& [a, b] : same) EXPECT_TRUE(compare_questions(a, b).accepted()) << a << " | " << b << " " << compare_questions(a, b).jaccard;
-  for (const auto& [a, b] : different) EXPECT_FALSE(compare_questions(a, b).accepted()) << a << " | " << b << " " << compare_questions(a, b).jaccard;
+  for (const auto& [a, b] : same)
+    EXPECT_TRUE(compare_questions(a, b).accepted())
+        << a << " | " << b << " " << compare_questions(a, b).jaccard;
+  for (const auto& [a, b] : different)
+    EXPECT_FALSE(compare_questions(a, b).accepted())
+        << a << " | " << b << " " << compare_questions(a, b).jaccard;
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ namespace ponder::server {
 namespace {
 
 int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 timeval to_timeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
@@ -82,7 +84,8 @@ struct RedisStore::Reply {
 
 Status parse_redis_url(const std::string& url, RedisConfig* cfg) {
   const std::string scheme = "redis://";
-  if (url.rfind(scheme, 0) != 0) return Status::error("--cache-url must start with redis:// (got '" + url + "')");
+  if (url.rfind(scheme, 0) != 0)
+    return Status::error("--cache-url must start with redis:// (got '" + url + "')");
   std::string rest = url.substr(scheme.size());
   if (const size_t at = rest.rfind('@'); at != std::string::npos) {
     const std::string auth = rest.substr(0, at);
@@ -96,14 +99,16 @@ Status parse_redis_url(const std::string& url, RedisConfig* cfg) {
     if (!db.empty()) {
       char* end = nullptr;
       const long v = std::strtol(db.c_str(), &end, 10);
-      if (*end != '\0' || v < 0 || v > 1000000) return Status::error("--cache-url: '" + db + "' is not a database number");
+      if (*end != '\0' || v < 0 || v > 1000000)
+        return Status::error("--cache-url: '" + db + "' is not a database number");
       cfg->db = static_cast<int>(v);
     }
   }
   size_t colon = std::string::npos;  // before the port: after "]" for an IPv6 address
   if (!rest.empty() && rest.front() == '[') {
     const size_t close = rest.find(']');
-    if (close == std::string::npos) return Status::error("--cache-url: unclosed '[' in '" + url + "'");
+    if (close == std::string::npos)
+      return Status::error("--cache-url: unclosed '[' in '" + url + "'");
     if (close + 1 < rest.size() && rest[close + 1] == ':') colon = close + 1;
   } else {
     colon = rest.rfind(':');
@@ -111,11 +116,13 @@ Status parse_redis_url(const std::string& url, RedisConfig* cfg) {
   if (colon != std::string::npos) {
     char* end = nullptr;
     const long v = std::strtol(rest.c_str() + colon + 1, &end, 10);
-    if (*end != '\0' || v < 1 || v > 65535) return Status::error("--cache-url: bad port in '" + url + "'");
+    if (*end != '\0' || v < 1 || v > 65535)
+      return Status::error("--cache-url: bad port in '" + url + "'");
     cfg->port = static_cast<int>(v);
     rest = rest.substr(0, colon);
   }
-  if (rest.size() > 2 && rest.front() == '[' && rest.back() == ']') rest = rest.substr(1, rest.size() - 2);
+  if (rest.size() > 2 && rest.front() == '[' && rest.back() == ']')
+    rest = rest.substr(1, rest.size() - 2);
   if (rest.empty()) return Status::error("--cache-url: no host in '" + url + "'");
   cfg->host = rest;
   return Status::ok();
@@ -128,8 +135,10 @@ RedisStore::RedisStore(RedisConfig config) : config_(std::move(config)) {
   if (connect(&why)) {
     log_info("response cache: Redis at {}", address());
   } else {
-    log_warn("response cache: cannot reach Redis at {} ({}); answers are cached in memory only until it is (retried every second)",
-             address(), why);
+    log_warn(
+        "response cache: cannot reach Redis at {} ({}); answers are cached in memory only until it "
+        "is (retried every second)",
+        address(), why);
   }
 }
 
@@ -138,18 +147,24 @@ RedisStore::~RedisStore() {
   if (ctx_ != nullptr) redisFree(ctx_);
 }
 
-std::string RedisStore::address() const { return config_.host + ":" + std::to_string(config_.port) + "/" + std::to_string(config_.db); }
+std::string RedisStore::address() const {
+  return config_.host + ":" + std::to_string(config_.port) + "/" + std::to_string(config_.db);
+}
 
 void RedisStore::went_down(const std::string& why) {
   if (ctx_ != nullptr) redisFree(ctx_);
   ctx_ = nullptr;
   if (up_.exchange(false)) {
-    log_warn("response cache: Redis at {} is unreachable ({}); answers are cached in memory only until it is back", address(), why);
+    log_warn(
+        "response cache: Redis at {} is unreachable ({}); answers are cached in memory only until "
+        "it is back",
+        address(), why);
   }
 }
 
 bool RedisStore::connect(std::string* why) {
-  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, to_timeval(config_.timeout_ms));
+  ctx_ =
+      redisConnectWithTimeout(config_.host.c_str(), config_.port, to_timeval(config_.timeout_ms));
   if (ctx_ == nullptr || ctx_->err != 0) {
     *why = ctx_ != nullptr ? ctx_->errstr : "out of memory";
     if (ctx_ != nullptr) redisFree(ctx_);
@@ -197,7 +212,8 @@ std::optional<RedisStore::Reply> RedisStore::command(const std::vector<std::stri
     lens.push_back(a.size());
   }
   last_attempt_ms_ = now_ms();
-  auto* r = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
   if (r == nullptr) {
     went_down(ctx_->err != 0 ? ctx_->errstr : "no reply");
     return std::nullopt;
@@ -222,8 +238,8 @@ std::optional<std::string> RedisStore::get(const std::string& key) {
 bool RedisStore::put(const std::string& key, const std::string& body) {
   if (!up_) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = command({"EVAL", kPutScript, "1", config_.prefix, key, body, std::to_string(config_.ttl_s),
-                    std::to_string(config_.max_bytes)});
+  auto r = command({"EVAL", kPutScript, "1", config_.prefix, key, body,
+                    std::to_string(config_.ttl_s), std::to_string(config_.max_bytes)});
   return r && r->type == REDIS_REPLY_INTEGER;
 }
 

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
-
 #include <chrono>
 #include <thread>
 
@@ -34,8 +33,8 @@ class RedisProcess {
     pid_ = fork();
     if (pid_ == 0) {
       const std::string p = std::to_string(port_);
-      execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--loglevel", "warning", static_cast<char*>(nullptr));
+      execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save",
+             "", "--appendonly", "no", "--loglevel", "warning", static_cast<char*>(nullptr));
       _exit(127);
     }
     RedisConfig c;
@@ -45,7 +44,8 @@ class RedisProcess {
       if (probe.up()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "redis-server did not start on port " << port_ << " (scripts/setup.sh installs it)";
+    ADD_FAILURE() << "redis-server did not start on port " << port_
+                  << " (scripts/setup.sh installs it)";
   }
   void stop() {
     if (pid_ <= 0) return;
@@ -106,7 +106,8 @@ TEST(RedisStoreTest, RoundTripsAndKeepsToItsByteBound) {
   ASSERT_TRUE(s.put("k", binary));
   EXPECT_EQ(s.get("k").value_or(""), binary);
   EXPECT_FALSE(s.get("absent").has_value());
-  for (int i = 0; i < 30; ++i) ASSERT_TRUE(s.put("big" + std::to_string(i), std::string(1000, 'x')));
+  for (int i = 0; i < 30; ++i)
+    ASSERT_TRUE(s.put("big" + std::to_string(i), std::string(1000, 'x')));
   EXPECT_LE(s.entries(), 10);  // 10,000 bytes hold at most ten of them
   EXPECT_GE(s.entries(), 9);
   EXPECT_TRUE(s.get("big29").has_value());  // the newest stays

@@ -1,18 +1,17 @@
 #include "server/cache/response_cache.h"
 
+#include <fmt/core.h>
 #include <sqlite3.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "base/hash128.h"
-#include "server/cache/question_match.h"
 #include "base/log.h"
+#include "server/cache/question_match.h"
 
 namespace ponder::server {
 
@@ -26,7 +25,9 @@ constexpr const char* kCacheFormat = "ponder-response-cache-2";
 constexpr const char* kSealTag = "ponder-sealed ";
 
 int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -41,7 +42,8 @@ std::string seal_body(const std::string& body) { return kSealTag + cache_hash(bo
 
 std::optional<std::string> unseal_body(const std::string& sealed) {
   const size_t tag = std::char_traits<char>::length(kSealTag), head = tag + 32 + 1;
-  if (sealed.size() < head || sealed.compare(0, tag, kSealTag) != 0 || sealed[head - 1] != '\n') return std::nullopt;
+  if (sealed.size() < head || sealed.compare(0, tag, kSealTag) != 0 || sealed[head - 1] != '\n')
+    return std::nullopt;
   std::string body = sealed.substr(head);
   if (cache_hash(body) != sealed.substr(tag, 32)) return std::nullopt;
   return body;
@@ -49,33 +51,54 @@ std::optional<std::string> unseal_body(const std::string& sealed) {
 
 namespace {
 
-bool exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+bool exec(sqlite3* db, const char* sql) {
+  return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+}
 
 }  // namespace
 
 namespace {
 
 // What decides a request's answer besides its prompt; null when the answer is not deterministic.
-json options_key(const std::string& fingerprint, const EngineRequest& r, bool seed_given, const std::string& numerics,
-                 bool context_shift) {
+json options_key(const std::string& fingerprint, const EngineRequest& r, bool seed_given,
+                 const std::string& numerics, bool context_shift) {
   const SamplerParams& s = r.options.sampling;
   if (s.temperature > 0 && !seed_given) return nullptr;
-  json k = {kCacheFormat, fingerprint, r.options.max_tokens, r.options.stop, r.options.stop_at_eog,
-            r.options.n_keep, r.options.reasoning_budget, r.starts_in_thinking, r.split_reasoning, r.n_choices, r.n_logprobs,
-            numerics, context_shift, s.temperature, s.top_k, s.top_p, s.min_p, s.penalty_last_n, s.repeat_penalty,
-            s.presence_penalty, s.frequency_penalty, s.temperature > 0 ? s.seed : 0};
+  json k = {kCacheFormat,
+            fingerprint,
+            r.options.max_tokens,
+            r.options.stop,
+            r.options.stop_at_eog,
+            r.options.n_keep,
+            r.options.reasoning_budget,
+            r.starts_in_thinking,
+            r.split_reasoning,
+            r.n_choices,
+            r.n_logprobs,
+            numerics,
+            context_shift,
+            s.temperature,
+            s.top_k,
+            s.top_p,
+            s.min_p,
+            s.penalty_last_n,
+            s.repeat_penalty,
+            s.presence_penalty,
+            s.frequency_penalty,
+            s.temperature > 0 ? s.seed : 0};
   json bias = json::array();
   for (const auto& [id, b] : s.logit_bias) bias.push_back({id, std::isinf(b) ? -1e30 : b});
   k.push_back(bias);
-  if (r.options.grammar) k.push_back({r.options.grammar->text(), r.options.grammar->options().leading_newlines});
+  if (r.options.grammar)
+    k.push_back({r.options.grammar->text(), r.options.grammar->options().leading_newlines});
   return k;
 }
 
 }  // namespace
 
-CacheKeys response_cache_keys(const std::string& fingerprint, const EngineRequest& r, bool seed_given,
-                              const std::string& numerics, bool context_shift, const std::string* earlier,
-                              const std::string* question) {
+CacheKeys response_cache_keys(const std::string& fingerprint, const EngineRequest& r,
+                              bool seed_given, const std::string& numerics, bool context_shift,
+                              const std::string* earlier, const std::string* question) {
   CacheKeys out;
   json k = options_key(fingerprint, r, seed_given, numerics, context_shift);
   if (k.is_null()) return out;
@@ -90,8 +113,8 @@ CacheKeys response_cache_keys(const std::string& fingerprint, const EngineReques
   return out;
 }
 
-std::string response_cache_key(const std::string& fingerprint, const EngineRequest& r, bool seed_given,
-                               const std::string& numerics, bool context_shift) {
+std::string response_cache_key(const std::string& fingerprint, const EngineRequest& r,
+                               bool seed_given, const std::string& numerics, bool context_shift) {
   return response_cache_keys(fingerprint, r, seed_given, numerics, context_shift).key;
 }
 
@@ -100,8 +123,13 @@ std::string encode_events(const std::vector<EngineEvent>& events) {
   for (const EngineEvent& e : events) {
     json top = json::array();
     for (const TokenLogprob& t : e.top_logprobs) top.push_back({t.token, t.logprob});
-    json j = {{"k", e.kind == EngineEvent::Kind::kDone ? 1 : 0}, {"c", e.choice}, {"t", e.token},
-              {"r", e.reasoning}, {"x", e.content}, {"l", e.logprob}, {"tl", top}};
+    json j = {{"k", e.kind == EngineEvent::Kind::kDone ? 1 : 0},
+              {"c", e.choice},
+              {"t", e.token},
+              {"r", e.reasoning},
+              {"x", e.content},
+              {"l", e.logprob},
+              {"tl", top}};
     if (e.kind == EngineEvent::Kind::kDone) {
       const GenerateStats& s = e.stats;
       j["s"] = {s.n_prompt, s.n_reused, s.n_gen, s.n_reasoning, s.finish_reason, s.tokens};
@@ -124,7 +152,8 @@ std::optional<std::vector<EngineEvent>> decode_events(const std::string& body) {
       e.reasoning = j.at("r").get<std::string>();
       e.content = j.at("x").get<std::string>();
       e.logprob = j.at("l").get<float>();
-      for (const json& t : j.at("tl")) e.top_logprobs.push_back({t.at(0).get<int32_t>(), t.at(1).get<float>()});
+      for (const json& t : j.at("tl"))
+        e.top_logprobs.push_back({t.at(0).get<int32_t>(), t.at(1).get<float>()});
       if (e.kind == EngineEvent::Kind::kDone) {
         const json& s = j.at("s");
         e.stats.n_prompt = s.at(0).get<int32_t>();
@@ -167,21 +196,29 @@ ResponseCache::~ResponseCache() {
 bool ResponseCache::open_disk() {
   std::error_code ec;
   std::filesystem::create_directories(config_.dir, ec);
-  int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    log_warn("response cache: cannot open {}: {}; answers are cached in memory only", path_, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    log_warn("response cache: cannot open {}: {}; answers are cached in memory only", path_,
+             db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     close_disk();
     count_error();
     return false;
   }
   sqlite3_busy_timeout(db_, 200);
-  const bool ok = exec(db_, "PRAGMA journal_mode=WAL") && exec(db_, "PRAGMA synchronous=NORMAL") &&
-                  exec(db_, "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, body TEXT NOT NULL, "
-                            "bytes INTEGER NOT NULL, last_used INTEGER NOT NULL)") &&
-                  exec(db_, "CREATE INDEX IF NOT EXISTS answers_by_use ON answers(last_used)") &&
-                  exec(db_, "CREATE VIRTUAL TABLE IF NOT EXISTS questions USING fts5(key UNINDEXED, context UNINDEXED, question)");
+  const bool ok =
+      exec(db_, "PRAGMA journal_mode=WAL") && exec(db_, "PRAGMA synchronous=NORMAL") &&
+      exec(db_,
+           "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, body TEXT NOT NULL, "
+           "bytes INTEGER NOT NULL, last_used INTEGER NOT NULL)") &&
+      exec(db_, "CREATE INDEX IF NOT EXISTS answers_by_use ON answers(last_used)") &&
+      exec(db_,
+           "CREATE VIRTUAL TABLE IF NOT EXISTS questions USING fts5(key UNINDEXED, context "
+           "UNINDEXED, question)");
   sqlite3_stmt* st = nullptr;
-  bool healthy = ok && sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
+  bool healthy = ok &&
+                 sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
                  sqlite3_step(st) == SQLITE_ROW &&
                  std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "ok";
   sqlite3_finalize(st);
@@ -190,11 +227,13 @@ bool ResponseCache::open_disk() {
     const std::string msg = sqlite3_errmsg(db_);
     close_disk();
     count_error();
-    if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_) return move_aside_and_reopen(msg);
+    if ((err == SQLITE_CORRUPT || err == SQLITE_NOTADB || ok) && !rebuilt_once_)
+      return move_aside_and_reopen(msg);
     log_warn("response cache: {} is unusable ({}); answers are cached in memory only", path_, msg);
     return false;
   }
-  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
     const int64_t n = sqlite3_column_int64(st, 0);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.entries_disk = n;
@@ -226,10 +265,13 @@ void ResponseCache::count_error() {
 void ResponseCache::disk_failed(const std::string& what, int rc) {
   count_error();
   log_warn("response cache: {} failed: {}", what, sqlite3_errstr(rc));
-  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return;  // another writer: skip this one, keep going
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+    return;  // another writer: skip this one, keep going
   close_disk();
-  disk_ok_ = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) && !rebuilt_once_ && move_aside_and_reopen(sqlite3_errstr(rc));
-  if (!disk_ok_) log_warn("response cache: the disk cache is off; answers are cached in memory only");
+  disk_ok_ = (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) && !rebuilt_once_ &&
+             move_aside_and_reopen(sqlite3_errstr(rc));
+  if (!disk_ok_)
+    log_warn("response cache: the disk cache is off; answers are cached in memory only");
 }
 
 void ResponseCache::remember(const std::string& key, std::string body) {
@@ -285,7 +327,9 @@ std::string ResponseCache::lookup_below(const std::string& key) {
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
       rc = sqlite3_step(st);
-      if (rc == SQLITE_ROW) sealed.assign(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+      if (rc == SQLITE_ROW)
+        sealed.assign(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                      static_cast<size_t>(sqlite3_column_bytes(st, 0)));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) disk_failed("a lookup", rc);
@@ -296,7 +340,8 @@ std::string ResponseCache::lookup_below(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!body) {  // torn or altered: never served; the next store of the key replaces it
     stats_.errors++;
-    log_warn("response cache: a stored answer failed its checksum ({} bytes); treated as a miss", sealed.size());
+    log_warn("response cache: a stored answer failed its checksum ({} bytes); treated as a miss",
+             sealed.size());
     return "";
   }
   remember(key, *body);
@@ -308,14 +353,15 @@ std::string ResponseCache::lookup_below(const std::string& key) {
   return *body;
 }
 
-void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events, const std::string& context,
-                          const std::string& question) {
+void ResponseCache::store(const std::string& key, const std::vector<EngineEvent>& events,
+                          const std::string& context, const std::string& question) {
   std::string body = encode_events(events);
   std::lock_guard<std::mutex> lock(mu_);
   remember(key, body);
   stats_.stores++;
   if (!disk_ok_ && !redis_) return;  // Redis may come back before the writer gets to it
-  pending_.push_back({key, std::move(body), config_.match == CacheMatch::kSimilar ? context : "", question});
+  pending_.push_back(
+      {key, std::move(body), config_.match == CacheMatch::kSimilar ? context : "", question});
   queued_++;
   cv_.notify_one();
 }
@@ -376,8 +422,10 @@ void ResponseCache::write_sqlite(const Write& w) {
   std::lock_guard<std::mutex> db(db_mu_);
   if (!disk_ok_ || db_ == nullptr) return;
   sqlite3_stmt* st = nullptr;
-  const char* sql = body.empty() ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
-                                 : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
+  const char* sql =
+      body.empty()
+          ? "UPDATE answers SET last_used = ?2 WHERE key = ?1"
+          : "INSERT OR REPLACE INTO answers (key, body, bytes, last_used) VALUES (?1, ?3, ?4, ?2)";
   int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
@@ -391,7 +439,8 @@ void ResponseCache::write_sqlite(const Write& w) {
   sqlite3_finalize(st);
   if (rc == SQLITE_DONE && !w.context.empty()) {
     sqlite3_stmt* q = nullptr;
-    rc = sqlite3_prepare_v2(db_, "INSERT INTO questions (key, context, question) VALUES (?1, ?2, ?3)", -1, &q, nullptr);
+    rc = sqlite3_prepare_v2(
+        db_, "INSERT INTO questions (key, context, question) VALUES (?1, ?2, ?3)", -1, &q, nullptr);
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(q, 1, key.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(q, 2, w.context.c_str(), -1, SQLITE_TRANSIENT);
@@ -404,11 +453,14 @@ void ResponseCache::write_sqlite(const Write& w) {
     disk_failed("a write", rc);
   } else if (!body.empty()) {
     // Bounded in bytes: the least recently used answers go first.
-    exec(db_, fmt::format("DELETE FROM answers WHERE key IN (SELECT key FROM (SELECT key, SUM(bytes) OVER "
-                          "(ORDER BY last_used DESC, rowid DESC) AS run FROM answers) WHERE run > {})",
-                          config_.max_bytes).c_str());
+    exec(db_, fmt::format(
+                  "DELETE FROM answers WHERE key IN (SELECT key FROM (SELECT key, SUM(bytes) OVER "
+                  "(ORDER BY last_used DESC, rowid DESC) AS run FROM answers) WHERE run > {})",
+                  config_.max_bytes)
+                  .c_str());
     sqlite3_stmt* c = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM answers", -1, &c, nullptr) == SQLITE_OK &&
+        sqlite3_step(c) == SQLITE_ROW) {
       const int64_t n = sqlite3_column_int64(c, 0);
       std::lock_guard<std::mutex> lock(mu_);
       stats_.entries_disk = n;
@@ -417,7 +469,8 @@ void ResponseCache::write_sqlite(const Write& w) {
   }
 }
 
-std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std::string& context, const std::string& question,
+std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std::string& context,
+                                                                      const std::string& question,
                                                                       std::string* matched) {
   std::string best_key, best_question;
   {
@@ -425,10 +478,14 @@ std::optional<std::vector<EngineEvent>> ResponseCache::lookup_similar(const std:
     if (!disk_ok_ || db_ == nullptr) return std::nullopt;
     // FTS5 finds the candidates sharing a word; the similarity rule decides.
     std::string query;
-    for (const std::string& w : question_words(question)) query += (query.empty() ? "\"" : " OR \"") + w + "\"";
+    for (const std::string& w : question_words(question))
+      query += (query.empty() ? "\"" : " OR \"") + w + "\"";
     if (query.empty()) return std::nullopt;
     sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_prepare_v2(db_, "SELECT key, question FROM questions WHERE questions MATCH ?1 AND context = ?2 LIMIT 64", -1, &st, nullptr);
+    int rc = sqlite3_prepare_v2(
+        db_,
+        "SELECT key, question FROM questions WHERE questions MATCH ?1 AND context = ?2 LIMIT 64",
+        -1, &st, nullptr);
     double best = 0;
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(st, 1, query.c_str(), -1, SQLITE_TRANSIENT);

@@ -36,15 +36,15 @@ struct sqlite3;
 namespace ponder::server {
 
 struct ResponseCacheConfig {
-  std::string dir;                 // the SQLite file lives here; "" = memory only
-  int64_t max_bytes = 256ll << 20; // on disk; memory holds at most a quarter of it
+  std::string dir;                        // the SQLite file lives here; "" = memory only
+  int64_t max_bytes = 256ll << 20;        // on disk; memory holds at most a quarter of it
   CacheMatch match = CacheMatch::kExact;  // --cache-match; similar needs the disk (FTS5)
   std::optional<RedisConfig> redis;  // --cache-url: Redis instead of the SQLite file (dir unused)
 };
 
 struct ResponseCacheStats {
   int64_t hits = 0, misses = 0, stores = 0, errors = 0, entries_memory = 0, entries_disk = 0;
-  bool disk_enabled = false;  // the level under memory (the SQLite file or Redis) is in use
+  bool disk_enabled = false;       // the level under memory (the SQLite file or Redis) is in use
   std::string backend = "memory";  // "sqlite", "redis" or "memory"
 };
 
@@ -58,11 +58,12 @@ class ResponseCache {
   std::optional<std::vector<EngineEvent>> lookup(const std::string& key);
   // --cache-match similar: the stored answer of the most similar question asked in the same
   // context (everything but the question equal), if one is accepted; *matched gets its text.
-  std::optional<std::vector<EngineEvent>> lookup_similar(const std::string& context, const std::string& question,
+  std::optional<std::vector<EngineEvent>> lookup_similar(const std::string& context,
+                                                         const std::string& question,
                                                          std::string* matched);
   // question/context: recorded for similar matching (ignored in the other modes).
-  void store(const std::string& key, const std::vector<EngineEvent>& events, const std::string& context = "",
-             const std::string& question = "");
+  void store(const std::string& key, const std::vector<EngineEvent>& events,
+             const std::string& context = "", const std::string& question = "");
   CacheMatch match() const { return config_.match; }
   void flush();  // returns once every store() so far is on disk
   ResponseCacheStats stats() const;
@@ -71,7 +72,7 @@ class ResponseCache {
  private:
   bool open_disk();
   void close_disk();
-  void disk_failed(const std::string& what, int rc);  // corrupt: move aside, rebuild; else off
+  void disk_failed(const std::string& what, int rc);   // corrupt: move aside, rebuild; else off
   bool move_aside_and_reopen(const std::string& why);  // once per process
   void writer_loop();
   std::string lookup_below(const std::string& key);  // SQLite or Redis; "" for a miss
@@ -79,7 +80,7 @@ class ResponseCache {
   void write_sqlite(const Write& w);
   void write_redis(const Write& w);
   void remember(const std::string& key, std::string body);  // into the memory LRU (mu_ held)
-  void count_error();  // stats_.errors++ (takes mu_)
+  void count_error();                                       // stats_.errors++ (takes mu_)
 
   ResponseCacheConfig config_;
   std::string path_;
@@ -87,10 +88,10 @@ class ResponseCache {
   // through a disk read or write) and mu_ (memory, stats, the write queue; never held across
   // SQLite calls), so a memory hit never waits for the writer.
   std::mutex db_mu_;
-  sqlite3* db_ = nullptr;  // db_mu_
+  sqlite3* db_ = nullptr;      // db_mu_
   bool rebuilt_once_ = false;  // db_mu_
   std::atomic<bool> disk_ok_{false};
-  mutable std::mutex mu_;  // everything below
+  mutable std::mutex mu_;       // everything below
   std::list<std::string> lru_;  // keys, least recently used first
   struct Entry {
     std::string body;
@@ -123,8 +124,9 @@ std::string response_cache_key(const std::string& model_fingerprint, const Engin
 struct CacheKeys {
   std::string key, context, question;
 };
-CacheKeys response_cache_keys(const std::string& model_fingerprint, const EngineRequest& request, bool seed_given,
-                              const std::string& numerics, bool context_shift, const std::string* earlier = nullptr,
+CacheKeys response_cache_keys(const std::string& model_fingerprint, const EngineRequest& request,
+                              bool seed_given, const std::string& numerics, bool context_shift,
+                              const std::string* earlier = nullptr,
                               const std::string* question = nullptr);
 
 // 128-bit hash as 32 hex digits (keys).

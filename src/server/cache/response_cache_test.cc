@@ -43,11 +43,12 @@ TEST(ResponseCacheTest, EveryOptionThatChangesTheAnswerChangesTheKey) {
   with_newlines.options.grammar = *grammar::Grammar::compile("root ::= \"a\"\n", nl);
   EXPECT_NE(response_cache_key("m", with_newlines, false, "block f16/f16", false),
             response_cache_key("m", variants[10], false, "block f16/f16", false));
-  for (const EngineRequest& v : variants) EXPECT_NE(response_cache_key("m", v, false, "block f16/f16", false), k);
+  for (const EngineRequest& v : variants)
+    EXPECT_NE(response_cache_key("m", v, false, "block f16/f16", false), k);
   EXPECT_NE(response_cache_key("other-model", r, false, "block f16/f16", false), k);
-  EXPECT_NE(response_cache_key("m", r, false, "ggml f16/f16", false), k);  // attention order
+  EXPECT_NE(response_cache_key("m", r, false, "ggml f16/f16", false), k);     // attention order
   EXPECT_NE(response_cache_key("m", r, false, "block q8_0/q8_0", false), k);  // KV types
-  EXPECT_NE(response_cache_key("m", r, false, "block f16/f16", true), k);  // context shift
+  EXPECT_NE(response_cache_key("m", r, false, "block f16/f16", true), k);     // context shift
   // Greedy ignores the seed; sampling is cacheable only with the client's own seed.
   EngineRequest seeded = r;
   seeded.options.sampling.seed = 99;
@@ -72,7 +73,8 @@ TEST(ResponseCacheTest, KeysByQuestionKeepTheOptionsAndTheConversation) {
   EXPECT_NE(b.context, a.context);
   EngineRequest constrained = r;
   constrained.options.grammar = *grammar::Grammar::compile("root ::= \"4\"\n");
-  EXPECT_NE(response_cache_keys("m", constrained, false, "n", false, &earlier, &q).context, a.context);
+  EXPECT_NE(response_cache_keys("m", constrained, false, "n", false, &earlier, &q).context,
+            a.context);
   EngineRequest hot = r;
   hot.options.sampling.temperature = 1;
   EXPECT_TRUE(response_cache_keys("m", hot, false, "n", false, &earlier, &q).key.empty());
@@ -111,7 +113,8 @@ TEST(ResponseCacheTest, TheDiskIsBoundedAndKeepsTheMostRecent) {
   big[0].kind = EngineEvent::Kind::kDone;
   big[0].content = std::string(1000, 'a');
   {
-    ResponseCache cache(ResponseCacheConfig{dir, 20000, CacheMatch::kExact, std::nullopt});  // ~18 answers of ~1.1 KB
+    ResponseCache cache(ResponseCacheConfig{dir, 20000, CacheMatch::kExact,
+                                            std::nullopt});  // ~18 answers of ~1.1 KB
     for (int i = 0; i < 60; ++i) cache.store("key" + std::to_string(i), big);
     cache.flush();
     EXPECT_LE(cache.stats().entries_disk, 18);

@@ -18,12 +18,13 @@ ApiError ApiError::not_found(std::string message) {
 }
 
 ApiError ApiError::unauthorized() {
-  return {401, "a valid API key is required (Authorization: Bearer KEY)", "authentication_error", "",
-          "invalid_api_key"};
+  return {401, "a valid API key is required (Authorization: Bearer KEY)", "authentication_error",
+          "", "invalid_api_key"};
 }
 
 ApiError ApiError::unsupported(const std::string& param, const std::string& what) {
-  return {400, what + " is not supported by this server", "invalid_request_error", param, "unsupported_parameter"};
+  return {400, what + " is not supported by this server", "invalid_request_error", param,
+          "unsupported_parameter"};
 }
 
 ApiError ApiError::busy(std::string message) {

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace ponder::server {
@@ -22,8 +21,8 @@ struct ApiError {
   static ApiError not_found(std::string message);
   static ApiError unauthorized();
   static ApiError unsupported(const std::string& param, const std::string& what);
-  static ApiError busy(std::string message);        // 503, with Retry-After
-  static ApiError internal(std::string message);    // 500
+  static ApiError busy(std::string message);      // 503, with Retry-After
+  static ApiError internal(std::string message);  // 500
 };
 
 }  // namespace ponder::server

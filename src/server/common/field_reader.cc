@@ -1,8 +1,8 @@
 #include "server/common/field_reader.h"
 
-#include <cmath>
-
 #include <fmt/core.h>
+
+#include <cmath>
 
 namespace ponder::server {
 
@@ -31,7 +31,9 @@ void FieldReader::fail(ApiError e) {
 
 void FieldReader::wrong(const char* name, const std::string& expected) {
   const nlohmann::json* v = get(name);
-  fail(ApiError::bad_request(fmt::format("'{}' must be {}, not {}", name, expected, v ? json_type_name(*v) : "null"), name));
+  fail(ApiError::bad_request(
+      fmt::format("'{}' must be {}, not {}", name, expected, v ? json_type_name(*v) : "null"),
+      name));
 }
 
 std::optional<double> FieldReader::number(const char* name, double lo, double hi) {
@@ -43,7 +45,8 @@ std::optional<double> FieldReader::number(const char* name, double lo, double hi
   }
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi) {
-    fail(ApiError::bad_request(fmt::format("'{}' is {}; it must be between {} and {}", name, x, lo, hi), name));
+    fail(ApiError::bad_request(
+        fmt::format("'{}' is {}; it must be between {} and {}", name, x, lo, hi), name));
     return std::nullopt;
   }
   return x;
@@ -58,14 +61,16 @@ std::optional<int64_t> FieldReader::integer(const char* name, int64_t lo, int64_
     x = u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
   } else if (v->is_number_integer()) {
     x = v->get<int64_t>();
-  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() && std::fabs(v->get<double>()) < 9e15) {
+  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9e15) {
     x = static_cast<int64_t>(v->get<double>());  // 64.0 is an integer in JSON's eyes
   } else {
     wrong(name, "an integer");
     return std::nullopt;
   }
   if (x < lo || x > hi) {
-    fail(ApiError::bad_request(fmt::format("'{}' is {}; it must be between {} and {}", name, x, lo, hi), name));
+    fail(ApiError::bad_request(
+        fmt::format("'{}' is {}; it must be between {} and {}", name, x, lo, hi), name));
     return std::nullopt;
   }
   return x;
@@ -110,7 +115,8 @@ std::optional<std::vector<std::string>> FieldReader::strings(const char* name, s
     return std::nullopt;
   }
   if (out.size() > max_items) {
-    fail(ApiError::bad_request(fmt::format("'{}' has {} entries; at most {}", name, out.size(), max_items), name));
+    fail(ApiError::bad_request(
+        fmt::format("'{}' has {} entries; at most {}", name, out.size(), max_items), name));
     return std::nullopt;
   }
   return out;

@@ -4,9 +4,8 @@
 // Depends on nlohmann-json and server/common/api_error.h.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -15,8 +15,8 @@
 namespace ponder::server {
 
 struct ServingDefaults {
-  SamplerParams sampling;     // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
-  int32_t max_tokens = 0;     // 0: up to the context (the server's -n caps every request)
+  SamplerParams sampling;  // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
+  int32_t max_tokens = 0;  // 0: up to the context (the server's -n caps every request)
   int32_t reasoning_budget = -1;  // --reasoning-budget: thinking tokens before the answer is forced
 };
 
@@ -28,11 +28,12 @@ struct GenerationRequest {
   GenerateOptions options;
   int32_t n = 1;
   bool stream = false;
-  bool include_usage = false;   // stream_options.include_usage
-  int32_t n_logprobs = -1;      // -1 none, 0 the chosen token's, k: and the top k
-  bool cache = true;            // may be answered from / stored in the response cache
-  bool seed_given = false;      // the client chose the seed (else the server draws one)
-  bool return_progress = false; // llama.cpp's: prompt_progress chunks while the prompt is processed
+  bool include_usage = false;  // stream_options.include_usage
+  int32_t n_logprobs = -1;     // -1 none, 0 the chosen token's, k: and the top k
+  bool cache = true;           // may be answered from / stored in the response cache
+  bool seed_given = false;     // the client chose the seed (else the server draws one)
+  bool return_progress =
+      false;                    // llama.cpp's: prompt_progress chunks while the prompt is processed
   bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
   std::string user;
   std::string prompt_cache_key;  // OpenAI's field (server/common/route_key.h)

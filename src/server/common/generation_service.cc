@@ -1,8 +1,8 @@
 #include "server/common/generation_service.h"
 
-#include <random>
-
 #include <fmt/core.h>
+
+#include <random>
 
 namespace ponder::server {
 
@@ -14,29 +14,35 @@ uint64_t random_seed() {
 }  // namespace
 
 nlohmann::json prompt_progress(const EngineEvent& ev) {
-  return {{"total", ev.stats.n_prompt}, {"cache", ev.stats.n_reused}, {"processed", ev.prompt_done},
+  return {{"total", ev.stats.n_prompt},
+          {"cache", ev.stats.n_reused},
+          {"processed", ev.prompt_done},
           {"time_ms", ev.stats.prompt_s * 1000}};
 }
 
-std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g, std::vector<int32_t>* out,
-                                      bool* opens_thinking) {
+std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g,
+                                      std::vector<int32_t>* out, bool* opens_thinking) {
   if (g.chat) {
     auto segments = ctx.chat_template.render(g.messages, true);
-    if (!segments.has_value()) return ApiError::bad_request(segments.status().message(), "messages");
+    if (!segments.has_value())
+      return ApiError::bad_request(segments.status().message(), "messages");
     *out = text::tokenize_chat(ctx.tokenizer, *segments);
     if (opens_thinking) *opens_thinking = text::prompt_opens_thinking(*segments);
   } else if (!g.prompt_tokens.empty()) {
     *out = g.prompt_tokens;
   } else {
     *out = ctx.tokenizer.encode(g.prompt, true);
-    if (ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0) out->insert(out->begin(), ctx.tokenizer.bos());
+    if (ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0)
+      out->insert(out->begin(), ctx.tokenizer.bos());
   }
-  if (out->empty()) return ApiError::bad_request("the prompt is empty", g.chat ? "messages" : "prompt");
+  if (out->empty())
+    return ApiError::bad_request("the prompt is empty", g.chat ? "messages" : "prompt");
   return std::nullopt;  // token ids and the context: Engine::submit checks them, once
 }
 
-std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g, Responder& r,
-                                          std::function<void(EngineEvent&&)> on_event, Submission* out) {
+std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g,
+                                          Responder& r, std::function<void(EngineEvent&&)> on_event,
+                                          Submission* out) {
   if (ctx.draining.load()) return ApiError::busy("the server is shutting down");
   EngineRequest req;
   bool opens_thinking = false;
@@ -53,7 +59,8 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     o.leading_newlines = req.starts_in_thinking ? 2 : 0;  // R1's blank line after </think>
     auto compiled = ctx.grammars.get(g.grammar, o);
     if (!compiled.has_value()) {
-      return ApiError::bad_request(fmt::format("'{}': {}", g.grammar_field, compiled.status().message()), g.grammar_field);
+      return ApiError::bad_request(
+          fmt::format("'{}': {}", g.grammar_field, compiled.status().message()), g.grammar_field);
     }
     req.options.grammar = *compiled;
   }
@@ -61,18 +68,21 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   std::string key, context, question;
   if (ctx.cache != nullptr && g.cache) {
     // normalized / similar: a text question is keyed apart from the conversation before it.
-    const bool text = g.chat ? !g.messages.empty() && g.messages.back().role == "user" : g.prompt_tokens.empty();
+    const bool text =
+        g.chat ? !g.messages.empty() && g.messages.back().role == "user" : g.prompt_tokens.empty();
     std::string earlier;
     const bool by_question = ctx.cache->match() != CacheMatch::kExact && text;
     if (by_question && g.chat) {
       for (size_t i = 0; i + 1 < g.messages.size(); ++i) {
         earlier += g.messages[i].role + ": " + normalize_question(g.messages[i].content) + "\n";
-        for (const text::ChatToolCall& c : g.messages[i].tool_calls) earlier += "call " + c.name + " " + c.arguments + "\n";
+        for (const text::ChatToolCall& c : g.messages[i].tool_calls)
+          earlier += "call " + c.name + " " + c.arguments + "\n";
       }
     }
     const std::string& q = g.chat ? g.messages.back().content : g.prompt;
-    CacheKeys keys = response_cache_keys(ctx.fingerprint, req, g.seed_given, ctx.numerics, ctx.engine.config().context_shift,
-                                         by_question ? &earlier : nullptr, by_question ? &q : nullptr);
+    CacheKeys keys = response_cache_keys(
+        ctx.fingerprint, req, g.seed_given, ctx.numerics, ctx.engine.config().context_shift,
+        by_question ? &earlier : nullptr, by_question ? &q : nullptr);
     key = std::move(keys.key);
     context = std::move(keys.context);
     question = std::move(keys.question);
@@ -105,13 +115,16 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     auto rec = std::make_shared<Recording>();
     rec->left = g.n;
     ResponseCache* cache = ctx.cache;
-    on_event = [on_event = std::move(on_event), rec, cache, key, context, question](EngineEvent&& ev) {
-      if (ev.kind != EngineEvent::Kind::kProgress) rec->events.push_back(ev);  // progress is not the answer
+    on_event = [on_event = std::move(on_event), rec, cache, key, context,
+                question](EngineEvent&& ev) {
+      if (ev.kind != EngineEvent::Kind::kProgress)
+        rec->events.push_back(ev);  // progress is not the answer
       if (ev.kind == EngineEvent::Kind::kDone) {
-        // An answer forced by "answer now" is not what the request asks for: never stored. (A budget
-        // is part of the key, so a budget's cut answer is.)
+        // An answer forced by "answer now" is not what the request asks for: never stored. (A
+        // budget is part of the key, so a budget's cut answer is.)
         const bool clicked = ev.stats.thinking_cut_on_request;
-        rec->storable &= ev.error.empty() && !clicked && (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
+        rec->storable &= ev.error.empty() && !clicked &&
+                         (ev.stats.finish_reason == "stop" || ev.stats.finish_reason == "length");
         if (--rec->left == 0 && rec->storable) cache->store(key, rec->events, context, question);
       }
       on_event(std::move(ev));

@@ -21,12 +21,18 @@ TEST(RouteKeyTest, Fnv1a64MatchesItsPublishedVectors) {
 
 TEST(RouteKeyTest, EveryTurnOfAConversationHasTheSameKey) {
   const GenerationRequest first = turn({{"system", "You are terse."}, {"user", "What is 2+2?"}});
-  const GenerationRequest third = turn({{"system", "You are terse."}, {"user", "What is 2+2?"}, {"assistant", "4"},
-                                        {"user", "And 3+3?"}, {"assistant", "6"}, {"user", "Thanks"}});
+  const GenerationRequest third = turn({{"system", "You are terse."},
+                                        {"user", "What is 2+2?"},
+                                        {"assistant", "4"},
+                                        {"user", "And 3+3?"},
+                                        {"assistant", "6"},
+                                        {"user", "Thanks"}});
   EXPECT_EQ(route_key(first), route_key(third));
   EXPECT_EQ(route_key(first), fmt::format("h-{:016x}", fnv1a64("You are terse.\x1fWhat is 2+2?")));
-  EXPECT_NE(route_key(first), route_key(turn({{"system", "You are terse."}, {"user", "Another chat"}})));
-  EXPECT_EQ(route_key(turn({{"user", "hi"}})), fmt::format("h-{:016x}", fnv1a64(std::string("\x1fhi"))));
+  EXPECT_NE(route_key(first),
+            route_key(turn({{"system", "You are terse."}, {"user", "Another chat"}})));
+  EXPECT_EQ(route_key(turn({{"user", "hi"}})),
+            fmt::format("h-{:016x}", fnv1a64(std::string("\x1fhi"))));
 }
 
 TEST(RouteKeyTest, TheHeaderThenPromptCacheKeyThenUserWin) {

@@ -28,8 +28,13 @@ json timings(const GenerateStats& s) {
 
 json probabilities(const text::Tokenizer& tok, const EngineEvent& ev) {
   json top = json::array();
-  for (const TokenLogprob& t : ev.top_logprobs) top.push_back({{"id", t.token}, {"token", tok.token_to_bytes(t.token)}, {"logprob", t.logprob}});
-  return {{"id", ev.token}, {"token", tok.token_to_bytes(ev.token)}, {"logprob", ev.logprob}, {"top_logprobs", top}};
+  for (const TokenLogprob& t : ev.top_logprobs)
+    top.push_back(
+        {{"id", t.token}, {"token", tok.token_to_bytes(t.token)}, {"logprob", t.logprob}});
+  return {{"id", ev.token},
+          {"token", tok.token_to_bytes(ev.token)},
+          {"logprob", ev.logprob},
+          {"top_logprobs", top}};
 }
 
 class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJob> {
@@ -50,7 +55,8 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
   // The engine's events for this request, on the I/O thread.
   void on_event(EngineEvent&& ev) {
     if (ev.kind == EngineEvent::Kind::kProgress) {
-      return r_->write(sse_data(dump(json{{"content", ""}, {"stop", false}, {"prompt_progress", prompt_progress(ev)}})));
+      return r_->write(sse_data(
+          dump(json{{"content", ""}, {"stop", false}, {"prompt_progress", prompt_progress(ev)}})));
     }
     const std::string text = ev.reasoning + ev.content;
     content_ += text;
@@ -72,10 +78,18 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
       return r_->end();
     }
     const GenerateStats& s = ev.stats;
-    const std::string stop_type = s.finish_reason == "stop" ? "eos" : "limit";  // a stop string counts as eos here
-    json out = {{"content", g_.stream ? text : content_}, {"stop", true}, {"id_slot", 0}, {"model", ctx_.model_name},
-                {"tokens_predicted", s.n_gen}, {"tokens_evaluated", s.n_prompt}, {"tokens_cached", s.n_reused},
-                {"stop_type", stop_type}, {"truncated", false}, {"timings", timings(s)}};
+    const std::string stop_type =
+        s.finish_reason == "stop" ? "eos" : "limit";  // a stop string counts as eos here
+    json out = {{"content", g_.stream ? text : content_},
+                {"stop", true},
+                {"id_slot", 0},
+                {"model", ctx_.model_name},
+                {"tokens_predicted", s.n_gen},
+                {"tokens_evaluated", s.n_prompt},
+                {"tokens_cached", s.n_reused},
+                {"stop_type", stop_type},
+                {"truncated", false},
+                {"timings", timings(s)}};
     if (s.from_response_cache) out["response_cached"] = true;
     if (!g_.stream) {
       out["tokens"] = tokens_;
@@ -98,19 +112,22 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
 void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) {
   auto body = parse_json_body(req, *r);
   if (!body) return;
-  if (!body->is_object()) return reply_error(*r, ApiError::bad_request("the request body must be a JSON object"));
+  if (!body->is_object())
+    return reply_error(*r, ApiError::bad_request("the request body must be a JSON object"));
   json b = *body;
   FieldReader f(b);
   const auto n_predict = f.integer("n_predict", -1, 1 << 24);
   const auto n_probs = f.integer("n_probs", 0, 20);
   if (!f.ok()) return reply_error(*r, f.error());
-  if (n_predict && *n_predict <= 0) b.erase("n_predict");  // -1: up to the context; 0: as llama.cpp, none given
+  if (n_predict && *n_predict <= 0)
+    b.erase("n_predict");  // -1: up to the context; 0: as llama.cpp, none given
   b.erase("n_probs");
   b.erase("cache_prompt");  // the prefix cache is always on
   GenerationRequest g;
   if (auto e = parse_completion_request(b, ctx.defaults, &g)) return reply_error(*r, *e);
   if (n_probs) g.n_logprobs = static_cast<int32_t>(*n_probs);
-  if (g.n != 1) return reply_error(*r, ApiError::unsupported("n", "'n' other than 1 on /completion"));
+  if (g.n != 1)
+    return reply_error(*r, ApiError::unsupported("n", "'n' other than 1 on /completion"));
   g.conversation_id = header_value(req, "x-conversation-id");
   std::make_shared<LlamaCompletionJob>(ctx, std::move(r), std::move(g))->start();
 }
@@ -118,7 +135,9 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
 }  // namespace
 
 void add_llama_completion_route(Router& router, ServerContext& ctx) {
-  auto h = [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_completion(ctx, std::move(q), std::move(r)); };
+  auto h = [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
+    serve_completion(ctx, std::move(q), std::move(r));
+  };
   router.add(http::verb::post, "/completion", h);
   router.add(http::verb::post, "/completions", h);
 }

@@ -5,8 +5,8 @@
 // Depends on server/transport/router.h, server/common/server_context.h.
 #pragma once
 
-#include "server/transport/router.h"
 #include "server/common/server_context.h"
+#include "server/transport/router.h"
 
 namespace ponder::server {
 

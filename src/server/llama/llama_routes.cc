@@ -37,7 +37,8 @@ void tokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
   if (f.ok() && !content) f.fail(ApiError::bad_request("'content' is required", "content"));
   if (!f.ok()) return reply_error(r, f.error());
   std::vector<int32_t> ids = ctx.tokenizer.encode(*content, special);
-  if (add_special && ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0) ids.insert(ids.begin(), ctx.tokenizer.bos());
+  if (add_special && ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0)
+    ids.insert(ids.begin(), ctx.tokenizer.bos());
   json tokens = json::array();
   for (int32_t id : ids) {
     if (pieces) {
@@ -54,12 +55,17 @@ void detokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
   if (!body) return;
   auto it = body->find("tokens");
   if (!body->is_object() || it == body->end() || !it->is_array()) {
-    return reply_error(r, ApiError::bad_request("'tokens' must be an array of token ids", "tokens"));
+    return reply_error(r,
+                       ApiError::bad_request("'tokens' must be an array of token ids", "tokens"));
   }
   std::vector<int32_t> ids;
   for (const auto& t : *it) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.tokenizer.n_vocab()) {
-      return reply_error(r, ApiError::bad_request(fmt::format("'tokens' holds {}, not a token id in [0, {})", dump(t), ctx.tokenizer.n_vocab()), "tokens"));
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() >= ctx.tokenizer.n_vocab()) {
+      return reply_error(
+          r, ApiError::bad_request(fmt::format("'tokens' holds {}, not a token id in [0, {})",
+                                               dump(t), ctx.tokenizer.n_vocab()),
+                                   "tokens"));
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
@@ -69,15 +75,21 @@ void detokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
 void props(ServerContext& ctx, Responder& r) {
   const EngineConfig& c = ctx.engine.config();
   const SamplerParams& s = ctx.defaults.sampling;
-  json gen = {{"n_ctx", ctx.engine.max_context()}, {"n_predict", ctx.defaults.max_tokens == 0 ? -1 : ctx.defaults.max_tokens},
-              {"temperature", s.temperature}, {"top_k", s.top_k}, {"top_p", s.top_p}, {"min_p", s.min_p},
-              {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.penalty_last_n}};
-  reply_json(r, 200, {{"default_generation_settings", gen},
-                      {"total_slots", c.max_running},
-                      {"model_alias", ctx.model_name},
-                      {"chat_template", ctx.r1() ? "deepseek-r1" : "chatml"},
-                      {"kv_positions", c.kv_positions},
-                      {"build_info", "ponder"}});
+  json gen = {{"n_ctx", ctx.engine.max_context()},
+              {"n_predict", ctx.defaults.max_tokens == 0 ? -1 : ctx.defaults.max_tokens},
+              {"temperature", s.temperature},
+              {"top_k", s.top_k},
+              {"top_p", s.top_p},
+              {"min_p", s.min_p},
+              {"repeat_penalty", s.repeat_penalty},
+              {"repeat_last_n", s.penalty_last_n}};
+  reply_json(r, 200,
+             {{"default_generation_settings", gen},
+              {"total_slots", c.max_running},
+              {"model_alias", ctx.model_name},
+              {"chat_template", ctx.r1() ? "deepseek-r1" : "chatml"},
+              {"kv_positions", c.kv_positions},
+              {"build_info", "ponder"}});
 }
 
 // Prometheus text exposition: llama.cpp's names first (existing dashboards), then Ponder's.
@@ -88,44 +100,71 @@ void metrics(ServerContext& ctx, Responder& r) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
   };
   const double gen_s = m.total.busy_s > 0 ? m.total.busy_s : 1;
-  metric("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.", static_cast<double>(m.total.prompt_rows));
-  metric("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.", static_cast<double>(m.total.generated_tokens));
-  metric("llamacpp:prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.", m.prompt_tps);
-  metric("llamacpp:predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.", m.gen_tps);
+  metric("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.",
+         static_cast<double>(m.total.prompt_rows));
+  metric("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.",
+         static_cast<double>(m.total.generated_tokens));
+  metric("llamacpp:prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+         m.prompt_tps);
+  metric("llamacpp:predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
+         m.gen_tps);
   metric("llamacpp:kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.",
          m.kv_blocks_total ? static_cast<double>(m.kv_blocks_used) / m.kv_blocks_total : 0);
-  metric("llamacpp:kv_cache_tokens", "gauge", "KV-cache tokens.", static_cast<double>(m.kv_blocks_used) * m.kv_block_size);
-  metric("llamacpp:requests_processing", "gauge", "Number of requests processing.", m.sequences_running);
+  metric("llamacpp:kv_cache_tokens", "gauge", "KV-cache tokens.",
+         static_cast<double>(m.kv_blocks_used) * m.kv_block_size);
+  metric("llamacpp:requests_processing", "gauge", "Number of requests processing.",
+         m.sequences_running);
   metric("llamacpp:requests_deferred", "gauge", "Number of requests deferred.", m.requests_waiting);
-  metric("ponder_requests_total", "counter", "Requests accepted by the engine.", static_cast<double>(m.total.requests));
-  metric("ponder_requests_rejected_total", "counter", "Requests refused (bad request, busy).", static_cast<double>(m.total.requests_rejected));
-  metric("ponder_requests_cancelled_total", "counter", "Requests cancelled (client gone, drain).", static_cast<double>(m.total.requests_cancelled));
-  metric("ponder_prompt_tokens_cached_total", "counter", "Prompt tokens taken from the prefix cache.", static_cast<double>(m.total.prompt_tokens_cached));
-  metric("ponder_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", static_cast<double>(m.total.prompt_tokens));
+  metric("ponder_requests_total", "counter", "Requests accepted by the engine.",
+         static_cast<double>(m.total.requests));
+  metric("ponder_requests_rejected_total", "counter", "Requests refused (bad request, busy).",
+         static_cast<double>(m.total.requests_rejected));
+  metric("ponder_requests_cancelled_total", "counter", "Requests cancelled (client gone, drain).",
+         static_cast<double>(m.total.requests_cancelled));
+  metric("ponder_prompt_tokens_cached_total", "counter",
+         "Prompt tokens taken from the prefix cache.",
+         static_cast<double>(m.total.prompt_tokens_cached));
+  metric("ponder_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+         static_cast<double>(m.total.prompt_tokens));
   metric("ponder_kv_blocks_total", "gauge", "KV blocks in the pool.", m.kv_blocks_total);
   metric("ponder_kv_blocks_used", "gauge", "KV blocks held by running requests.", m.kv_blocks_used);
-  metric("ponder_kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.", m.kv_blocks_cached);
-  out += "# HELP ponder_time_to_first_token_seconds Time from a request's arrival to its first token.\n"
-         "# TYPE ponder_time_to_first_token_seconds histogram\n";
+  metric("ponder_kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.",
+         m.kv_blocks_cached);
+  out +=
+      "# HELP ponder_time_to_first_token_seconds Time from a request's arrival to its first "
+      "token.\n"
+      "# TYPE ponder_time_to_first_token_seconds histogram\n";
   for (size_t i = 0; i < EngineCounters::kTtftBuckets.size(); ++i) {
-    out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"{}\"}} {}\n", EngineCounters::kTtftBuckets[i], m.total.ttft_le[i]);
+    out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"{}\"}} {}\n",
+                       EngineCounters::kTtftBuckets[i], m.total.ttft_le[i]);
   }
-  out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n", m.total.ttft_count);
-  out += fmt::format("ponder_time_to_first_token_seconds_sum {}\nponder_time_to_first_token_seconds_count {}\n",
-                     m.total.ttft_sum_s, m.total.ttft_count);
+  out += fmt::format("ponder_time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n",
+                     m.total.ttft_count);
+  out += fmt::format(
+      "ponder_time_to_first_token_seconds_sum {}\nponder_time_to_first_token_seconds_count {}\n",
+      m.total.ttft_sum_s, m.total.ttft_count);
   metric("ponder_engine_busy_seconds_total", "counter", "Time spent in forward passes.", gen_s);
   metric("ponder_steps_per_second", "gauge", "Engine steps per second.", m.steps_per_s);
-  metric("ponder_cpu_utilization_ratio", "gauge", "Process CPU time / wall time / cores.", m.cpu_util);
+  metric("ponder_cpu_utilization_ratio", "gauge", "Process CPU time / wall time / cores.",
+         m.cpu_util);
   if (ctx.cache != nullptr) {
     const ResponseCacheStats c = ctx.cache->stats();
-    metric("ponder_response_cache_hits_total", "counter", "Requests answered from the response cache.", static_cast<double>(c.hits));
-    metric("ponder_response_cache_misses_total", "counter", "Cacheable requests not in the cache.", static_cast<double>(c.misses));
-    metric("ponder_response_cache_stores_total", "counter", "Answers stored.", static_cast<double>(c.stores));
-    metric("ponder_response_cache_errors_total", "counter", "Cache file errors (each logged).", static_cast<double>(c.errors));
-    metric("ponder_response_cache_disk_enabled", "gauge", "1 while the level under memory (the SQLite file or Redis) is in use.",
+    metric("ponder_response_cache_hits_total", "counter",
+           "Requests answered from the response cache.", static_cast<double>(c.hits));
+    metric("ponder_response_cache_misses_total", "counter", "Cacheable requests not in the cache.",
+           static_cast<double>(c.misses));
+    metric("ponder_response_cache_stores_total", "counter", "Answers stored.",
+           static_cast<double>(c.stores));
+    metric("ponder_response_cache_errors_total", "counter", "Cache file errors (each logged).",
+           static_cast<double>(c.errors));
+    metric("ponder_response_cache_disk_enabled", "gauge",
+           "1 while the level under memory (the SQLite file or Redis) is in use.",
            c.disk_enabled ? 1 : 0);
-    if (c.backend == "redis") metric("ponder_response_cache_redis_up", "gauge", "1 while Redis (--cache-url) answers.", c.disk_enabled ? 1 : 0);
-    metric("ponder_response_cache_entries", "gauge", "Answers on disk (or in Redis).", static_cast<double>(c.entries_disk));
+    if (c.backend == "redis")
+      metric("ponder_response_cache_redis_up", "gauge", "1 while Redis (--cache-url) answers.",
+             c.disk_enabled ? 1 : 0);
+    metric("ponder_response_cache_entries", "gauge", "Answers on disk (or in Redis).",
+           static_cast<double>(c.entries_disk));
   }
   r.send(200, "text/plain; version=0.0.4", std::move(out));
 }
@@ -137,18 +176,28 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
   router.add(http::verb::get, "/health", h, true);
   router.add(http::verb::get, "/v1/health", h, true);
   router.add(http::verb::get, "/health/ready", h, true);
-  router.add(http::verb::get, "/health/live", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
-  router.add(http::verb::post, "/tokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { tokenize(ctx, std::move(q), *r); });
-  router.add(http::verb::post, "/detokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { detokenize(ctx, std::move(q), *r); });
-  router.add(http::verb::get, "/props", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { props(ctx, *r); });
-  router.add(http::verb::get, "/metrics", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { metrics(ctx, *r); });
+  router.add(
+      http::verb::get, "/health/live",
+      [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
+  router.add(http::verb::post, "/tokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
+    tokenize(ctx, std::move(q), *r);
+  });
+  router.add(
+      http::verb::post, "/detokenize",
+      [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { detokenize(ctx, std::move(q), *r); });
+  router.add(http::verb::get, "/props",
+             [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { props(ctx, *r); });
+  router.add(http::verb::get, "/metrics",
+             [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { metrics(ctx, *r); });
   // llama-server's /slots, for the tools that poll it. Ponder has no slots: any request may use
   // the whole context; the entries are the --parallel places, the first ones busy.
   router.add(http::verb::get, "/slots", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
     const EngineMetrics m = ctx.engine.metrics();
     json slots = json::array();
     for (int32_t i = 0; i < ctx.engine.config().max_running; ++i) {
-      slots.push_back({{"id", i}, {"n_ctx", ctx.engine.max_context()}, {"is_processing", i < m.sequences_running}});
+      slots.push_back({{"id", i},
+                       {"n_ctx", ctx.engine.max_context()},
+                       {"is_processing", i < m.sequences_running}});
     }
     reply_json(*r, 200, slots);
   });

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 
@@ -16,7 +15,8 @@ namespace ponder::server {
 
 // chat_shape: /api/chat (messages) rather than /api/generate (prompt). *think: whether the
 // reply shows the model's thinking (Ollama's `think`, default true).
-std::optional<std::string> parse_ollama_request(const nlohmann::json& body, const ServingDefaults& defaults,
-                                                bool chat_shape, GenerationRequest* g, bool* think);
+std::optional<std::string> parse_ollama_request(const nlohmann::json& body,
+                                                const ServingDefaults& defaults, bool chat_shape,
+                                                GenerationRequest* g, bool* think);
 
 }  // namespace ponder::server

@@ -9,7 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<std::string> parse(const json& j, bool chat, GenerationRequest* g, bool* think, ServingDefaults d = {}) {
+std::optional<std::string> parse(const json& j, bool chat, GenerationRequest* g, bool* think,
+                                 ServingDefaults d = {}) {
   return parse_ollama_request(j, d, chat, g, think);
 }
 
@@ -18,15 +19,19 @@ TEST(OllamaProtocolTest, ChatReadsMessagesThinkStreamAndOptions) {
   bool think = true;
   ServingDefaults d;
   d.max_tokens = 50;
-  const json j = {{"model", "tiny"}, {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}}},
-                  {"think", false}, {"options", {{"num_predict", 80}, {"temperature", 0.2}, {"seed", 3}}}};
+  const json j = {
+      {"model", "tiny"},
+      {"messages",
+       {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}}},
+      {"think", false},
+      {"options", {{"num_predict", 80}, {"temperature", 0.2}, {"seed", 3}}}};
   ASSERT_FALSE(parse(j, true, &g, &think, d));
   EXPECT_TRUE(g.chat);
   ASSERT_EQ(g.messages.size(), 2u);
   EXPECT_EQ(g.messages[0].role, "system");
   EXPECT_EQ(g.messages[1].content, "hi");
   EXPECT_FALSE(think);
-  EXPECT_TRUE(g.stream);  // Ollama streams unless told not to
+  EXPECT_TRUE(g.stream);                // Ollama streams unless told not to
   EXPECT_EQ(g.options.max_tokens, 50);  // num_predict capped by the server's -n
   EXPECT_FLOAT_EQ(g.options.sampling.temperature, 0.2f);
   EXPECT_TRUE(g.seed_given);
@@ -35,7 +40,8 @@ TEST(OllamaProtocolTest, ChatReadsMessagesThinkStreamAndOptions) {
 TEST(OllamaProtocolTest, GenerateWithSystemOrRaw) {
   GenerationRequest g;
   bool think = true;
-  ASSERT_FALSE(parse({{"prompt", "Why?"}, {"system", "Be brief."}, {"stream", false}}, false, &g, &think));
+  ASSERT_FALSE(
+      parse({{"prompt", "Why?"}, {"system", "Be brief."}, {"stream", false}}, false, &g, &think));
   EXPECT_TRUE(g.chat);
   ASSERT_EQ(g.messages.size(), 2u);
   EXPECT_EQ(g.messages[0].content, "Be brief.");

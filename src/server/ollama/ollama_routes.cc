@@ -1,9 +1,9 @@
 #include "server/ollama/ollama_routes.h"
 
-#include <chrono>
-
 #include <fmt/chrono.h>
 #include <fmt/core.h>
+
+#include <chrono>
 
 #include "grammar/tool_calls.h"
 #include "server/common/generation_service.h"
@@ -18,11 +18,14 @@ namespace http = boost::beast::http;
 
 namespace {
 
-std::string tagged(const std::string& name) { return name.find(':') == std::string::npos ? name + ":latest" : name; }
+std::string tagged(const std::string& name) {
+  return name.find(':') == std::string::npos ? name + ":latest" : name;
+}
 
 std::string now_rfc3339() {
   const auto now = std::chrono::system_clock::now();
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
+                     fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
 }
 
 void ollama_error(Responder& r, int status, const std::string& message) {
@@ -32,14 +35,23 @@ void ollama_error(Responder& r, int status, const std::string& message) {
 int64_t ns(double s) { return static_cast<int64_t>(s * 1e9); }
 
 json details(const ServerContext& ctx) {
-  return {{"format", "gguf"}, {"family", "qwen2"}, {"families", {"qwen2"}}, {"parameter_size", ""}, {"quantization_level", ""}};
+  return {{"format", "gguf"},
+          {"family", "qwen2"},
+          {"families", {"qwen2"}},
+          {"parameter_size", ""},
+          {"quantization_level", ""}};
 }
 
 // /api/chat and /api/generate, streamed as NDJSON lines or answered whole.
 class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
  public:
-  OllamaJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g, bool chat_shape, bool show_thinking)
-      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), chat_shape_(chat_shape), show_thinking_(show_thinking) {}
+  OllamaJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g, bool chat_shape,
+            bool show_thinking)
+      : ctx_(ctx),
+        r_(std::move(r)),
+        g_(std::move(g)),
+        chat_shape_(chat_shape),
+        show_thinking_(show_thinking) {}
 
   void start() {
     Submission sub;
@@ -105,7 +117,11 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
         json calls = json::array();
         for (size_t i = 0; i < a.calls.size(); ++i) {
           json args = json::parse(a.calls[i].arguments, nullptr, false);
-          calls.push_back({{"function", {{"index", i}, {"name", a.calls[i].name}, {"arguments", args.is_discarded() ? json(a.calls[i].arguments) : args}}}});
+          calls.push_back(
+              {{"function",
+                {{"index", i},
+                 {"name", a.calls[i].name},
+                 {"arguments", args.is_discarded() ? json(a.calls[i].arguments) : args}}}});
         }
         last["message"]["tool_calls"] = calls;
         if (!g_.stream) last["message"]["content"] = a.content;
@@ -130,30 +146,42 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
   bool chat_shape_;
   bool show_thinking_;
   std::string thinking_, content_;
-  grammar::ToolCallStream calls_;  // streamed answers with tools: the plain text apart from the calls
+  grammar::ToolCallStream
+      calls_;  // streamed answers with tools: the plain text apart from the calls
 };
 
-void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r, bool chat_shape) {
+void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r,
+                bool chat_shape) {
   json body = json::parse(req.body(), nullptr, false);
   if (body.is_discarded()) return ollama_error(*r, 400, "the request body is not a JSON object");
   GenerationRequest g;  // a body that is not an object is refused by the parser
   bool think = true;
-  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think)) return ollama_error(*r, 400, *e);
+  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think))
+    return ollama_error(*r, 400, *e);
   g.conversation_id = header_value(req, "x-conversation-id");
   g.split_reasoning = true;
   std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, think)->start();
 }
 
 json model_entry(const ServerContext& ctx) {
-  return {{"name", tagged(ctx.model_name)}, {"model", tagged(ctx.model_name)}, {"modified_at", now_rfc3339()},
-          {"size", 0}, {"digest", ""}, {"details", details(ctx)}};
+  return {{"name", tagged(ctx.model_name)},
+          {"model", tagged(ctx.model_name)},
+          {"modified_at", now_rfc3339()},
+          {"size", 0},
+          {"digest", ""},
+          {"details", details(ctx)}};
 }
 
 }  // namespace
 
 void add_ollama_routes(Router& router, ServerContext& ctx) {
-  router.add(http::verb::post, "/api/chat", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), true); });
-  router.add(http::verb::post, "/api/generate", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { serve_chat(ctx, std::move(q), std::move(r), false); });
+  router.add(http::verb::post, "/api/chat", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
+    serve_chat(ctx, std::move(q), std::move(r), true);
+  });
+  router.add(http::verb::post, "/api/generate",
+             [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
+               serve_chat(ctx, std::move(q), std::move(r), false);
+             });
   router.add(http::verb::get, "/api/tags", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
     reply_json(*r, 200, {{"models", json::array({model_entry(ctx)})}});
   });
@@ -166,8 +194,13 @@ void add_ollama_routes(Router& router, ServerContext& ctx) {
   router.add(http::verb::post, "/api/show", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
     json caps = {"completion"};
     if (ctx.r1()) caps.push_back("thinking");
-    reply_json(*r, 200, {{"details", details(ctx)}, {"capabilities", caps}, {"modelfile", ""}, {"parameters", ""},
-                         {"template", ctx.r1() ? "deepseek-r1" : "chatml"}, {"model_info", {{"general.architecture", "qwen2"}}}});
+    reply_json(*r, 200,
+               {{"details", details(ctx)},
+                {"capabilities", caps},
+                {"modelfile", ""},
+                {"parameters", ""},
+                {"template", ctx.r1() ? "deepseek-r1" : "chatml"},
+                {"model_info", {{"general.architecture", "qwen2"}}}});
   });
   router.add(http::verb::get, "/api/version", [](HttpRequest&&, std::shared_ptr<Responder> r) {
     reply_json(*r, 200, {{"version", "0.9.0"}});  // the Ollama API level these routes follow

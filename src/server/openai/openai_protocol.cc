@@ -21,7 +21,8 @@ void refuse_unsupported(FieldReader& f, const json& body) {
   }
   if (body.contains("modalities") && body["modalities"].is_array()) {
     for (const auto& m : body["modalities"]) {
-      if (m != "text") f.fail(ApiError::unsupported("modalities", "an output modality other than text"));
+      if (m != "text")
+        f.fail(ApiError::unsupported("modalities", "an output modality other than text"));
     }
   }
 }
@@ -35,7 +36,8 @@ void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
   if (!f.has("logit_bias")) return;
   const json& lb = body["logit_bias"];
   if (!lb.is_object()) {
-    return f.fail(ApiError::bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias"));
+    return f.fail(
+        ApiError::bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias"));
   }
   {
     {
@@ -43,35 +45,44 @@ void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
         char* end = nullptr;
         const long id = std::strtol(key.c_str(), &end, 10);
         if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX || !value.is_number()) {
-          f.fail(ApiError::bad_request(fmt::format("'logit_bias' entry '{}' must map a token id to a number", key), "logit_bias"));
+          f.fail(ApiError::bad_request(
+              fmt::format("'logit_bias' entry '{}' must map a token id to a number", key),
+              "logit_bias"));
           break;
         }
         const double b = value.get<double>();
         if (b < -100 || b > 100) {
-          f.fail(ApiError::bad_request(fmt::format("'logit_bias' of token {} is {}; it must be between -100 and 100", id, b), "logit_bias"));
+          f.fail(ApiError::bad_request(
+              fmt::format("'logit_bias' of token {} is {}; it must be between -100 and 100", id, b),
+              "logit_bias"));
           break;
         }
-        s->logit_bias.push_back({static_cast<int32_t>(id), b <= -100 ? -INFINITY : static_cast<float>(b)});
+        s->logit_bias.push_back(
+            {static_cast<int32_t>(id), b <= -100 ? -INFINITY : static_cast<float>(b)});
       }
     }
   }
 }
 
-void read_common(FieldReader& f, const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
+void read_common(FieldReader& f, const json& body, const ServingDefaults& defaults,
+                 GenerationRequest* out) {
   out->options.sampling = defaults.sampling;
   out->options.max_tokens = defaults.max_tokens;
   out->options.reasoning_budget = defaults.reasoning_budget;
-  if (auto v = f.integer("reasoning_budget", -1, 1 << 24)) out->options.reasoning_budget = static_cast<int32_t>(*v);
+  if (auto v = f.integer("reasoning_budget", -1, 1 << 24))
+    out->options.reasoning_budget = static_cast<int32_t>(*v);
   out->seed_given = read_sampling(f, &out->options);
   read_logit_bias(f, body, &out->options.sampling);
   // max_completion_tokens (newer) and max_tokens (older) both count thinking and answer.
   for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
     if (auto v = f.integer(name, 1, 1 << 24)) {
-      out->options.max_tokens = defaults.max_tokens > 0 ? std::min<int32_t>(*v, defaults.max_tokens) : static_cast<int32_t>(*v);
+      out->options.max_tokens = defaults.max_tokens > 0 ? std::min<int32_t>(*v, defaults.max_tokens)
+                                                        : static_cast<int32_t>(*v);
     }
   }
   if (auto v = f.integer("n", 1, kMaxChoices)) out->n = static_cast<int32_t>(*v);
-  if (auto v = f.integer("n_keep", -1, 1 << 24)) out->options.n_keep = static_cast<int32_t>(*v);  // llama.cpp's
+  if (auto v = f.integer("n_keep", -1, 1 << 24))
+    out->options.n_keep = static_cast<int32_t>(*v);  // llama.cpp's
   if (auto v = f.boolean("stream")) out->stream = *v;
   if (f.has("stream_options")) {
     const json& so = body["stream_options"];
@@ -94,38 +105,48 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
     } else if (*v == "deepseek" || *v == "auto" || *v == "deepseek-legacy") {
       out->split_reasoning = true;
     } else {
-      f.fail(ApiError::bad_request(fmt::format("'reasoning_format' is '{}'; it must be none or deepseek", *v), "reasoning_format"));
+      f.fail(ApiError::bad_request(
+          fmt::format("'reasoning_format' is '{}'; it must be none or deepseek", *v),
+          "reasoning_format"));
     }
   }
   refuse_unsupported(f, body);
   read_constraint(f, body, out);
 }
 
-std::optional<std::string> message_content(FieldReader& f, const json& m, size_t i, const std::string& role) {
+std::optional<std::string> message_content(FieldReader& f, const json& m, size_t i,
+                                           const std::string& role) {
   const std::string where = fmt::format("messages[{}].content", i);
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) {
     if (role == "assistant") return std::string();  // OpenAI's assistant turns may omit it
-    f.fail(ApiError::bad_request(fmt::format("'{}' is required for a {} message", where, role), where));
+    f.fail(ApiError::bad_request(fmt::format("'{}' is required for a {} message", where, role),
+                                 where));
     return std::nullopt;
   }
   if (it->is_string()) return it->get<std::string>();
   if (!it->is_array()) {
-    f.fail(ApiError::bad_request(fmt::format("'{}' must be a string or an array of text parts, not {}", where, json_type_name(*it)), where));
+    f.fail(
+        ApiError::bad_request(fmt::format("'{}' must be a string or an array of text parts, not {}",
+                                          where, json_type_name(*it)),
+                              where));
     return std::nullopt;
   }
   std::string text;
   for (const auto& part : *it) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      f.fail(ApiError::bad_request(fmt::format("each part of '{}' must be an object with a 'type'", where), where));
+      f.fail(ApiError::bad_request(
+          fmt::format("each part of '{}' must be an object with a 'type'", where), where));
       return std::nullopt;
     }
     if (part["type"] != "text") {
-      f.fail(ApiError::unsupported(where, fmt::format("a content part of type '{}'", part["type"].get<std::string>())));
+      f.fail(ApiError::unsupported(
+          where, fmt::format("a content part of type '{}'", part["type"].get<std::string>())));
       return std::nullopt;
     }
     if (!part.contains("text") || !part["text"].is_string()) {
-      f.fail(ApiError::bad_request(fmt::format("a text part of '{}' needs a string 'text'", where), where));
+      f.fail(ApiError::bad_request(fmt::format("a text part of '{}' needs a string 'text'", where),
+                                   where));
       return std::nullopt;
     }
     text += part["text"].get<std::string>();
@@ -135,8 +156,8 @@ std::optional<std::string> message_content(FieldReader& f, const json& m, size_t
 
 }  // namespace
 
-
-std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
+std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaults& defaults,
+                                           GenerationRequest* out) {
   if (!body.is_object()) return ApiError::bad_request("the request body must be a JSON object");
   FieldReader f(body);
   out->chat = true;
@@ -159,24 +180,31 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaul
       const json& m = (*it)[i];
       const std::string where = fmt::format("messages[{}]", i);
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-        f.fail(ApiError::bad_request(fmt::format("'{}' must be an object with a string 'role'", where), where + ".role"));
+        f.fail(ApiError::bad_request(
+            fmt::format("'{}' must be an object with a string 'role'", where), where + ".role"));
         break;
       }
       std::string role = m["role"].get<std::string>();
       if (role == "developer") role = "system";
       if (role == "function") {
-        f.fail(ApiError::unsupported(where + ".role", "the deprecated role 'function' (send 'tool')"));
+        f.fail(
+            ApiError::unsupported(where + ".role", "the deprecated role 'function' (send 'tool')"));
         break;
       }
       if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
-        f.fail(ApiError::bad_request(fmt::format("'{}.role' is '{}'; it must be system, developer, user, assistant or tool", where, role), where + ".role"));
+        f.fail(ApiError::bad_request(
+            fmt::format("'{}.role' is '{}'; it must be system, developer, user, assistant or tool",
+                        where, role),
+            where + ".role"));
         break;
       }
       text::ChatMessage msg{role, ""};
       if (!read_message_tool_calls(f, m, where, &msg)) break;
       if (role == "tool") {
         if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
-          f.fail(ApiError::bad_request(fmt::format("'{}.tool_call_id' is required for a tool message", where), where + ".tool_call_id"));
+          f.fail(ApiError::bad_request(
+              fmt::format("'{}.tool_call_id' is required for a tool message", where),
+              where + ".tool_call_id"));
           break;
         }
         msg.tool_call_id = m["tool_call_id"].get<std::string>();
@@ -193,7 +221,8 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingDefaul
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_completion_request(const json& body, const ServingDefaults& defaults, GenerationRequest* out) {
+std::optional<ApiError> parse_completion_request(const json& body, const ServingDefaults& defaults,
+                                                 GenerationRequest* out) {
   if (!body.is_object()) return ApiError::bad_request("the request body must be a JSON object");
   FieldReader f(body);
   out->chat = false;
@@ -203,21 +232,27 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
   if (auto echo = f.boolean("echo"); echo && *echo) f.fail(ApiError::unsupported("echo", "'echo'"));
   if (f.has("suffix")) f.fail(ApiError::unsupported("suffix", "'suffix'"));
   for (const char* name : {"tools", "tool_choice"}) {
-    if (f.has(name)) f.fail(ApiError::unsupported(name, fmt::format("'{}' on completions (the chat route has them)", name)));
+    if (f.has(name))
+      f.fail(ApiError::unsupported(
+          name, fmt::format("'{}' on completions (the chat route has them)", name)));
   }
-  if (f.has("best_of") && body["best_of"] != 1) f.fail(ApiError::unsupported("best_of", "'best_of' other than 1"));
+  if (f.has("best_of") && body["best_of"] != 1)
+    f.fail(ApiError::unsupported("best_of", "'best_of' other than 1"));
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) {
     f.fail(ApiError::bad_request("'prompt' is required", "prompt"));
   } else if (it->is_string()) {
     out->prompt = it->get<std::string>();
   } else if (it->is_array() && !it->empty() && (*it)[0].is_string()) {
-    if (it->size() > 1) f.fail(ApiError::unsupported("prompt", "more than one prompt per request"));
-    else out->prompt = (*it)[0].get<std::string>();
+    if (it->size() > 1)
+      f.fail(ApiError::unsupported("prompt", "more than one prompt per request"));
+    else
+      out->prompt = (*it)[0].get<std::string>();
   } else if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
     for (const auto& t : *it) {
       if (!t.is_number_integer()) {
-        f.fail(ApiError::bad_request("'prompt' must be a string or an array of token ids", "prompt"));
+        f.fail(
+            ApiError::bad_request("'prompt' must be a string or an array of token ids", "prompt"));
         break;
       }
       out->prompt_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
@@ -226,7 +261,8 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
     f.fail(ApiError::bad_request("'prompt' must be a string or an array of token ids", "prompt"));
   }
   if (!f.ok()) return f.error();
-  if (out->prompt.empty() && out->prompt_tokens.empty()) return ApiError::bad_request("'prompt' is empty", "prompt");
+  if (out->prompt.empty() && out->prompt_tokens.empty())
+    return ApiError::bad_request("'prompt' is empty", "prompt");
   return std::nullopt;
 }
 

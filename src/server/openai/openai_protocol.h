@@ -6,7 +6,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 
@@ -18,9 +17,10 @@
 namespace ponder::server {
 
 // Parse a request body into *out; an error names the field at fault.
-std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const ServingDefaults& defaults,
-                                           GenerationRequest* out);
-std::optional<ApiError> parse_completion_request(const nlohmann::json& body, const ServingDefaults& defaults,
+std::optional<ApiError> parse_chat_request(const nlohmann::json& body,
+                                           const ServingDefaults& defaults, GenerationRequest* out);
+std::optional<ApiError> parse_completion_request(const nlohmann::json& body,
+                                                 const ServingDefaults& defaults,
                                                  GenerationRequest* out);
 
 // The usage object of OpenAI (with cached and reasoning token details).
@@ -29,7 +29,7 @@ struct Usage {
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t reasoning_tokens = 0;
-  bool response_cached = false;  // replayed from the response cache (Ponder's field)
+  bool response_cached = false;          // replayed from the response cache (Ponder's field)
   std::string response_cached_question;  // --cache-match similar: the question it was cached for
   nlohmann::json to_json() const;
 };

@@ -13,7 +13,9 @@ using nlohmann::json;
 
 json base() { return {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}; }
 
-std::optional<ApiError> parse(const json& j, GenerationRequest* g) { return parse_chat_request(j, ServingDefaults{}, g); }
+std::optional<ApiError> parse(const json& j, GenerationRequest* g) {
+  return parse_chat_request(j, ServingDefaults{}, g);
+}
 
 TEST(OpenAiProtocolTest, OmittedFieldsGetTheServerDefaults) {
   GenerationRequest g;
@@ -32,11 +34,25 @@ TEST(OpenAiProtocolTest, OmittedFieldsGetTheServerDefaults) {
 
 TEST(OpenAiProtocolTest, EveryKnownFieldIsRead) {
   json j = base();
-  j.update({{"temperature", 0.2}, {"top_p", 0.5}, {"top_k", 7}, {"min_p", 0.1}, {"presence_penalty", 0.5},
-            {"frequency_penalty", -0.5}, {"repetition_penalty", 1.1}, {"seed", 42}, {"stop", "END"},
-            {"max_completion_tokens", 33}, {"n", 3}, {"stream", true}, {"stream_options", {{"include_usage", true}}},
-            {"logprobs", true}, {"top_logprobs", 4}, {"logit_bias", {{"12", -100}, {"7", 2.5}}}, {"ignore_eos", true},
-            {"user", "u1"}, {"reasoning_format", "none"}});
+  j.update({{"temperature", 0.2},
+            {"top_p", 0.5},
+            {"top_k", 7},
+            {"min_p", 0.1},
+            {"presence_penalty", 0.5},
+            {"frequency_penalty", -0.5},
+            {"repetition_penalty", 1.1},
+            {"seed", 42},
+            {"stop", "END"},
+            {"max_completion_tokens", 33},
+            {"n", 3},
+            {"stream", true},
+            {"stream_options", {{"include_usage", true}}},
+            {"logprobs", true},
+            {"top_logprobs", 4},
+            {"logit_bias", {{"12", -100}, {"7", 2.5}}},
+            {"ignore_eos", true},
+            {"user", "u1"},
+            {"reasoning_format", "none"}});
   GenerationRequest g;
   ASSERT_FALSE(parse(j, &g));
   const SamplerParams& s = g.options.sampling;
@@ -63,8 +79,11 @@ TEST(OpenAiProtocolTest, EveryKnownFieldIsRead) {
 }
 
 TEST(OpenAiProtocolTest, MessagesTakeTextPartsAndTheDeveloperRole) {
-  json j = {{"messages", {{{"role", "developer"}, {"content", "be brief"}},
-                          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}}};
+  json j = {
+      {"messages",
+       {{{"role", "developer"}, {"content", "be brief"}},
+        {{"role", "user"},
+         {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}}};
   GenerationRequest g;
   ASSERT_FALSE(parse(j, &g));
   ASSERT_EQ(g.messages.size(), 2u);
@@ -78,26 +97,42 @@ TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
     std::string param;
   };
   const std::vector<Case> cases = {
-      {{{"temperature", -1}}, "temperature"},       {{{"temperature", "1"}}, "temperature"},
-      {{{"top_p", 0}}, "top_p"},                    {{{"n", 0}}, "n"},
-      {{{"max_tokens", 0}}, "max_tokens"},          {{{"max_tokens", 1.5}}, "max_tokens"},
-      {{{"top_logprobs", 3}}, "top_logprobs"},      {{{"stop", {1, 2}}}, "stop"},
-      {{{"logit_bias", {{"x", 1}}}}, "logit_bias"}, {{{"logit_bias", {{"5", 200}}}}, "logit_bias"},
-      {{{"stream", "yes"}}, "stream"},              {{{"tools", {{{"type", "function"}}}}}, "tools[0].function"},
+      {{{"temperature", -1}}, "temperature"},
+      {{{"temperature", "1"}}, "temperature"},
+      {{{"top_p", 0}}, "top_p"},
+      {{{"n", 0}}, "n"},
+      {{{"max_tokens", 0}}, "max_tokens"},
+      {{{"max_tokens", 1.5}}, "max_tokens"},
+      {{{"top_logprobs", 3}}, "top_logprobs"},
+      {{{"stop", {1, 2}}}, "stop"},
+      {{{"logit_bias", {{"x", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"5", 200}}}}, "logit_bias"},
+      {{{"stream", "yes"}}, "stream"},
+      {{{"tools", {{{"type", "function"}}}}}, "tools[0].function"},
       {{{"response_format", {{"type", "xml"}}}}, "response_format"},
-      {json::parse(R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {}}}}})"), "response_format"},
+      {json::parse(
+           R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {}}}}})"),
+       "response_format"},
       {json::parse(R"({"response_format": {"type": "json_schema"}})"), "response_format"},
-      {json::parse(R"({"json_schema": {"type": "object"}, "grammar": "root ::= \"a\""})"), "response_format"},
-      {json::parse(R"({"tools": [{"type": "function", "function": {"description": "no name"}}]})"), "tools[0].function.name"},
-      {json::parse(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})"), "tool_choice"},
+      {json::parse(R"({"json_schema": {"type": "object"}, "grammar": "root ::= \"a\""})"),
+       "response_format"},
+      {json::parse(R"({"tools": [{"type": "function", "function": {"description": "no name"}}]})"),
+       "tools[0].function.name"},
+      {json::parse(
+           R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})"),
+       "tool_choice"},
       {json::parse(R"({"tool_choice": "auto"})"), "tool_choice"},
-      {json::parse(R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "call_9", "content": "42"}]})"), "messages[1].tool_call_id"},
+      {json::parse(
+           R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "call_9", "content": "42"}]})"),
+       "messages[1].tool_call_id"},
       {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, "messages[0].role"},
       {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "messages[0].tool_call_id"},
       {{{"messages", {{{"role", "function"}, {"content", "x"}}}}}, "messages[0].role"},
-      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, "messages[0].content"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
+       "messages[0].content"},
       {{{"messages", "hi"}}, "messages"},
-      {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},  // only assistant turns may omit it
+      {{{"messages", {{{"role", "user"}}}}},
+       "messages[0].content"},  // only assistant turns may omit it
   };
   for (const Case& c : cases) {
     json j = base();
@@ -112,33 +147,50 @@ TEST(OpenAiProtocolTest, WrongValuesAreRefusedByName) {
 
 TEST(OpenAiProtocolTest, ConstraintsAndToolsBecomeAGrammar) {
   GenerationRequest g;
-  ASSERT_FALSE(parse_chat_request({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", {{"type", "json_object"}}}},
+  ASSERT_FALSE(parse_chat_request({{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                   {"response_format", {{"type", "json_object"}}}},
                                   ServingDefaults{}, &g));
   EXPECT_FALSE(g.grammar.empty());
   EXPECT_EQ(g.grammar_field, "response_format");
   GenerationRequest t;
-  const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}};
-  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
-                         {{"role", "user"}, {"content", "Weather in Paris?"}},
-                         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
-                         {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C"}}};
-  ASSERT_FALSE(parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}}, ServingDefaults{}, &t));
+  const json tools = {
+      {{"type", "function"},
+       {"function",
+        {{"name", "get_weather"},
+         {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}};
+  const json messages = {
+      {{"role", "system"}, {"content", "Be brief."}},
+      {{"role", "user"}, {"content", "Weather in Paris?"}},
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
+      {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C"}}};
+  ASSERT_FALSE(
+      parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}},
+                         ServingDefaults{}, &t));
   EXPECT_TRUE(t.tool_calls);
   EXPECT_EQ(t.grammar_field, "tools");
   ASSERT_EQ(t.messages.size(), 4u);
-  EXPECT_EQ(t.messages[0].content.rfind("Be brief.\n\n", 0), 0u);  // the tool list joins the system prompt
+  EXPECT_EQ(t.messages[0].content.rfind("Be brief.\n\n", 0),
+            0u);  // the tool list joins the system prompt
   EXPECT_NE(t.messages[0].content.find("get_weather"), std::string::npos);
   ASSERT_EQ(t.messages[2].tool_calls.size(), 1u);
   EXPECT_EQ(t.messages[2].tool_calls[0].name, "get_weather");
   GenerationRequest none;
-  ASSERT_FALSE(parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}}, ServingDefaults{}, &none));
+  ASSERT_FALSE(
+      parse_chat_request({{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}},
+                         ServingDefaults{}, &none));
   EXPECT_TRUE(none.grammar.empty());
   EXPECT_FALSE(none.tool_calls);
 }
 
 TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {
   GenerationRequest g;
-  ASSERT_FALSE(parse_completion_request({{"prompt", "abc"}, {"logprobs", 2}}, ServingDefaults{}, &g));
+  ASSERT_FALSE(
+      parse_completion_request({{"prompt", "abc"}, {"logprobs", 2}}, ServingDefaults{}, &g));
   EXPECT_EQ(g.prompt, "abc");
   EXPECT_EQ(g.n_logprobs, 2);
   EXPECT_FALSE(g.split_reasoning);
@@ -146,12 +198,19 @@ TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {
   ASSERT_FALSE(parse_completion_request({{"prompt", {1, 2, 3}}}, ServingDefaults{}, &ids));
   EXPECT_EQ(ids.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
   GenerationRequest bad;
-  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 6}}, ServingDefaults{}, &bad)->param, "logprobs");
+  EXPECT_EQ(
+      parse_completion_request({{"prompt", "x"}, {"logprobs", 6}}, ServingDefaults{}, &bad)->param,
+      "logprobs");
   EXPECT_EQ(parse_completion_request(json::object(), ServingDefaults{}, &bad)->param, "prompt");
-  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", true}}, ServingDefaults{}, &bad)->param, "echo");
-  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", "x"}}, ServingDefaults{}, &bad)->param, "echo");
+  EXPECT_EQ(
+      parse_completion_request({{"prompt", "x"}, {"echo", true}}, ServingDefaults{}, &bad)->param,
+      "echo");
+  EXPECT_EQ(
+      parse_completion_request({{"prompt", "x"}, {"echo", "x"}}, ServingDefaults{}, &bad)->param,
+      "echo");
   GenerationRequest no_echo;
-  EXPECT_FALSE(parse_completion_request({{"prompt", "x"}, {"echo", false}}, ServingDefaults{}, &no_echo));
+  EXPECT_FALSE(
+      parse_completion_request({{"prompt", "x"}, {"echo", false}}, ServingDefaults{}, &no_echo));
 }
 
 }  // namespace

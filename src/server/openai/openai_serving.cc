@@ -1,15 +1,15 @@
 #include "server/openai/openai_serving.h"
 
+#include <fmt/core.h>
+
 #include <chrono>
 #include <random>
 
-#include <fmt/core.h>
-
-#include "server/common/field_reader.h"
 #include "grammar/tool_calls.h"
+#include "server/common/field_reader.h"
 #include "server/common/generation_service.h"
-#include "server/openai/openai_tools.h"
 #include "server/openai/openai_protocol.h"
+#include "server/openai/openai_tools.h"
 #include "server/transport/reply.h"
 
 namespace ponder::server {
@@ -25,7 +25,9 @@ std::string random_id(const std::string& prefix) {
 }
 
 int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string finish_reason(const std::string& engine_reason) {
@@ -38,7 +40,8 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
  public:
   OpenAiJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), choices_(static_cast<size_t>(g_.n)) {
-    id_ = random_id(std::string(g_.chat ? "chatcmpl" : "cmpl") + (ctx_.replica_id.empty() ? "" : "-" + ctx_.replica_id));
+    id_ = random_id(std::string(g_.chat ? "chatcmpl" : "cmpl") +
+                    (ctx_.replica_id.empty() ? "" : "-" + ctx_.replica_id));
     created_ = unix_now();
   }
 
@@ -73,7 +76,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
  private:
   struct Choice {
     std::string reasoning, content;
-    json logprobs = json::array();               // chat entries
+    json logprobs = json::array();                                                // chat entries
     json tokens = json::array(), token_lps = json::array(), top = json::array();  // completions
     GenerateStats stats;
     bool role_sent = false;
@@ -84,7 +87,8 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
 
   // A streamed piece of the answer when tools were offered: plain text as content, calls as
   // OpenAI's delta.tool_calls (the id, type and name first, then the arguments in pieces).
-  void stream_tool_events(Choice& c, int32_t index, const std::vector<grammar::ToolCallEvent>& events) {
+  void stream_tool_events(Choice& c, int32_t index,
+                          const std::vector<grammar::ToolCallEvent>& events) {
     for (const grammar::ToolCallEvent& e : events) {
       json delta = json::object();
       if (e.kind == grammar::ToolCallEvent::Kind::kContent) {
@@ -92,13 +96,17 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
         delta["content"] = e.text;
       } else if (e.kind == grammar::ToolCallEvent::Kind::kCallStart) {
         c.n_calls = std::max(c.n_calls, e.index + 1);
-        delta["tool_calls"] = json::array({{{"index", e.index}, {"id", tool_call_id(id_, index, e.index)}, {"type", "function"},
+        delta["tool_calls"] = json::array({{{"index", e.index},
+                                            {"id", tool_call_id(id_, index, e.index)},
+                                            {"type", "function"},
                                             {"function", {{"name", e.text}, {"arguments", ""}}}}});
       } else {
         if (e.text.empty()) continue;
-        delta["tool_calls"] = json::array({{{"index", e.index}, {"function", {{"arguments", e.text}}}}});
+        delta["tool_calls"] =
+            json::array({{{"index", e.index}, {"function", {{"arguments", e.text}}}}});
       }
-      json choice = {{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      json choice = {
+          {"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
       r_->write(sse_data(dump(chunk(choice))));
     }
   }
@@ -109,8 +117,12 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   }
 
   json chunk(json choice_json) const {
-    json c = {{"id", id_}, {"object", g_.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created_},
-              {"model", ctx_.model_name}, {"system_fingerprint", "ponder"}, {"choices", json::array({choice_json})}};
+    json c = {{"id", id_},
+              {"object", g_.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", created_},
+              {"model", ctx_.model_name},
+              {"system_fingerprint", "ponder"},
+              {"choices", json::array({choice_json})}};
     if (g_.include_usage) c["usage"] = nullptr;
     return c;
   }
@@ -124,11 +136,14 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     } else {
       const std::string& b = ctx_.tokenizer.token_to_bytes(ev.token);
       json top = json::object();
-      for (const TokenLogprob& t : ev.top_logprobs) top[ctx_.tokenizer.token_to_bytes(t.token)] = t.logprob;
+      for (const TokenLogprob& t : ev.top_logprobs)
+        top[ctx_.tokenizer.token_to_bytes(t.token)] = t.logprob;
       c.tokens.push_back(b);
       c.token_lps.push_back(ev.logprob);
       c.top.push_back(top);
-      if (delta_logprobs) *delta_logprobs = {{"tokens", {b}}, {"token_logprobs", {ev.logprob}}, {"top_logprobs", {top}}};
+      if (delta_logprobs)
+        *delta_logprobs = {
+            {"tokens", {b}}, {"token_logprobs", {ev.logprob}}, {"top_logprobs", {top}}};
     }
   }
 
@@ -175,7 +190,8 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     c.reasoning += ev.reasoning;
     c.content += ev.content;
     any_token_ = true;
-    if (g_.stream && g_.tool_calls && g_.split_reasoning && !c.tools) c.tools = std::make_shared<grammar::ToolCallStream>();
+    if (g_.stream && g_.tool_calls && g_.split_reasoning && !c.tools)
+      c.tools = std::make_shared<grammar::ToolCallStream>();
     if (ev.kind == EngineEvent::Kind::kToken) {
       if (g_.stream) {
         stream_text(c, index, ev);
@@ -191,9 +207,12 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       EngineEvent rest;
       rest.reasoning = ev.reasoning;
       rest.content = ev.content;
-      if (!rest.reasoning.empty() || !rest.content.empty() || !c.role_sent) stream_text(c, index, rest);
+      if (!rest.reasoning.empty() || !rest.content.empty() || !c.role_sent)
+        stream_text(c, index, rest);
       if (c.tools) stream_tool_events(c, index, c.tools->finish());
-      json choice = {{"index", index}, {"finish_reason", answer_finish_reason(c, c.n_calls)}, {"logprobs", nullptr}};
+      json choice = {{"index", index},
+                     {"finish_reason", answer_finish_reason(c, c.n_calls)},
+                     {"logprobs", nullptr}};
       if (g_.chat) {
         choice["delta"] = json::object();
       } else {
@@ -239,8 +258,12 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       r_->write(sse_data("[DONE]"));
       return r_->end();
     }
-    json out = {{"id", id_}, {"object", g_.chat ? "chat.completion" : "text_completion"}, {"created", created_},
-                {"model", ctx_.model_name}, {"system_fingerprint", "ponder"}, {"choices", json::array()}};
+    json out = {{"id", id_},
+                {"object", g_.chat ? "chat.completion" : "text_completion"},
+                {"created", created_},
+                {"model", ctx_.model_name},
+                {"system_fingerprint", "ponder"},
+                {"choices", json::array()}};
     for (size_t i = 0; i < choices_.size(); ++i) {
       const Choice& c = choices_[i];
       json choice = {{"index", i}, {"finish_reason", finish_reason(c.stats.finish_reason)}};
@@ -253,8 +276,10 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
             msg["content"] = a.content.empty() ? json(nullptr) : json(a.content);
             json calls = json::array();
             for (size_t k = 0; k < a.calls.size(); ++k) {
-              calls.push_back({{"id", tool_call_id(id_, static_cast<int32_t>(i), static_cast<int32_t>(k))}, {"type", "function"},
-                               {"function", {{"name", a.calls[k].name}, {"arguments", a.calls[k].arguments}}}});
+              calls.push_back(
+                  {{"id", tool_call_id(id_, static_cast<int32_t>(i), static_cast<int32_t>(k))},
+                   {"type", "function"},
+                   {"function", {{"name", a.calls[k].name}, {"arguments", a.calls[k].arguments}}}});
             }
             msg["tool_calls"] = calls;
             choice["finish_reason"] = answer_finish_reason(c, static_cast<int32_t>(a.calls.size()));
@@ -265,7 +290,9 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
         choice["logprobs"] = has_lp ? json{{"content", c.logprobs}} : json(nullptr);
       } else {
         choice["text"] = c.content;
-        choice["logprobs"] = has_lp ? json{{"tokens", c.tokens}, {"token_logprobs", c.token_lps}, {"top_logprobs", c.top}}
+        choice["logprobs"] = has_lp ? json{{"tokens", c.tokens},
+                                           {"token_logprobs", c.token_lps},
+                                           {"top_logprobs", c.top}}
                                     : json(nullptr);
       }
       out["choices"].push_back(choice);
@@ -301,28 +328,37 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
 
 void add_openai_routes(Router& router, ServerContext& ctx) {
   router.add(http::verb::post, "/v1/chat/completions",
-             [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) { serve<parse_chat_request>(ctx, std::move(req), std::move(r)); });
+             [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+               serve<parse_chat_request>(ctx, std::move(req), std::move(r));
+             });
   router.add(http::verb::post, "/v1/completions",
-             [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) { serve<parse_completion_request>(ctx, std::move(req), std::move(r)); });
+             [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+               serve<parse_completion_request>(ctx, std::move(req), std::move(r));
+             });
   auto models = [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    json m = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "ponder"}};
+    json m = {{"id", ctx.model_name},
+              {"object", "model"},
+              {"created", ctx.created_unix},
+              {"owned_by", "ponder"}};
     reply_json(*r, 200, {{"object", "list"}, {"data", json::array({m})}});
   };
   router.add(http::verb::get, "/v1/models", models);
   // "Answer now": ends the thinking of a running chat completion (the id its chunks carry).
-  router.add(http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
-    auto body = parse_json_body(req, *r);
-    if (!body) return;
-    FieldReader f(*body);
-    const auto id = f.string("id");
-    if (f.ok() && !id) f.fail(ApiError::bad_request("'id' (the chat completion's id) is required", "id"));
-    if (!f.ok()) return reply_error(*r, f.error());
-    auto it = ctx.active.find(*id);
-    if (it == ctx.active.end() || !ctx.engine.end_thinking(it->second)) {
-      return reply_error(*r, ApiError::not_found("no running chat completion '" + *id + "'"));
-    }
-    reply_json(*r, 200, {{"id", *id}, {"object", "answer_now"}, {"thinking_ended", true}});
-  });
+  router.add(
+      http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+        auto body = parse_json_body(req, *r);
+        if (!body) return;
+        FieldReader f(*body);
+        const auto id = f.string("id");
+        if (f.ok() && !id)
+          f.fail(ApiError::bad_request("'id' (the chat completion's id) is required", "id"));
+        if (!f.ok()) return reply_error(*r, f.error());
+        auto it = ctx.active.find(*id);
+        if (it == ctx.active.end() || !ctx.engine.end_thinking(it->second)) {
+          return reply_error(*r, ApiError::not_found("no running chat completion '" + *id + "'"));
+        }
+        reply_json(*r, 200, {{"id", *id}, {"object", "answer_now"}, {"thinking_ended", true}});
+      });
   router.add(http::verb::get, "/models", models);
 }
 

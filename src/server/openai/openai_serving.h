@@ -2,12 +2,12 @@
 // shape ending in "data: [DONE]", or whole), and /v1/models. R1's thinking goes out as
 // `reasoning_content` deltas, its answer as `content`; usage carries cached prompt tokens and
 // reasoning tokens.
-// Depends on server/transport/router.h, server/common/server_context.h, server/openai/openai_protocol.h,
-// server/common/generation_service.h.
+// Depends on server/transport/router.h, server/common/server_context.h,
+// server/openai/openai_protocol.h, server/common/generation_service.h.
 #pragma once
 
-#include "server/transport/router.h"
 #include "server/common/server_context.h"
+#include "server/transport/router.h"
 
 namespace ponder::server {
 

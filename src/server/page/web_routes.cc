@@ -31,7 +31,8 @@ const WebAsset kAssets[] = {
 
 // KaTeX sets inline styles (style-src 'unsafe-inline'); no script runs but the bundle.
 constexpr std::string_view kCsp =
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 bool accepts_gzip(const HttpRequest& req) {
@@ -40,10 +41,11 @@ bool accepts_gzip(const HttpRequest& req) {
 }
 
 void serve(const WebAsset& a, const HttpRequest& req, Responder& r) {
-  HttpHeaders h = {{"ETag", a.etag},
-                   {"Cache-Control", a.immutable ? "public, max-age=31536000, immutable" : "no-cache"},
-                   {"Vary", "Accept-Encoding"},
-                   {"X-Content-Type-Options", "nosniff"}};
+  HttpHeaders h = {
+      {"ETag", a.etag},
+      {"Cache-Control", a.immutable ? "public, max-age=31536000, immutable" : "no-cache"},
+      {"Vary", "Accept-Encoding"},
+      {"X-Content-Type-Options", "nosniff"}};
   if (!a.immutable) {
     h.emplace_back("Content-Security-Policy", std::string(kCsp));
     h.emplace_back("Referrer-Policy", "no-referrer");
@@ -56,7 +58,9 @@ void serve(const WebAsset& a, const HttpRequest& req, Responder& r) {
   const unsigned char* begin = gz ? a.gzip : a.raw;
   const unsigned char* end = gz ? a.gzip_end : a.raw_end;
   if (gz) h.emplace_back("Content-Encoding", "gzip");
-  r.send(200, a.content_type, std::string(reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin)), std::move(h));
+  r.send(200, a.content_type,
+         std::string(reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin)),
+         std::move(h));
 }
 
 }  // namespace
@@ -74,14 +78,21 @@ std::string_view web_page_csp() { return kCsp; }
 void add_web_routes(Router& router) {
 #ifdef PONDER_WEB_PAGE
   for (const WebAsset& a : kAssets) {
-    router.add(http::verb::get, a.path, [&a](HttpRequest&& req, std::shared_ptr<Responder> r) { serve(a, req, *r); }, true);
+    router.add(
+        http::verb::get, a.path,
+        [&a](HttpRequest&& req, std::shared_ptr<Responder> r) { serve(a, req, *r); }, true);
   }
 #else
-  router.add(http::verb::get, "/", [](HttpRequest&&, std::shared_ptr<Responder> r) {
-    r->send(200, "text/html; charset=utf-8",
-            "<!doctype html><title>Ponder</title><p>This ponder was built without its web page: run "
-            "<code>npm ci --prefix web</code> (scripts/setup.sh does) and build again. The API is served as usual.</p>");
-  }, true);
+  router.add(
+      http::verb::get, "/",
+      [](HttpRequest&&, std::shared_ptr<Responder> r) {
+        r->send(200, "text/html; charset=utf-8",
+                "<!doctype html><title>Ponder</title><p>This ponder was built without its web "
+                "page: run "
+                "<code>npm ci --prefix web</code> (scripts/setup.sh does) and build again. The API "
+                "is served as usual.</p>");
+      },
+      true);
 #endif
 }
 

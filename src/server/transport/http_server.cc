@@ -3,7 +3,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <deque>
 #include <optional>
 #include <sstream>
@@ -24,7 +23,8 @@ std::chrono::milliseconds ms(double seconds) {
 }
 
 template <typename Message>
-void set_headers(Message& res, const std::string& content_type, const HttpHeaders& headers, bool keep_alive) {
+void set_headers(Message& res, const std::string& content_type, const HttpHeaders& headers,
+                 bool keep_alive) {
   res.set(http::field::server, "ponder");
   if (!content_type.empty()) res.set(http::field::content_type, content_type);
   for (const auto& [name, value] : headers) res.set(name, value);
@@ -47,28 +47,34 @@ std::string serialize_response(int status, const std::string& content_type, std:
 // One connection. Everything below runs on its strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpLimits& limits, HttpHandler& handler, std::atomic<int64_t>& open)
+  Session(tcp::socket socket, const HttpLimits& limits, HttpHandler& handler,
+          std::atomic<int64_t>& open)
       : stream_(std::move(socket)), limits_(limits), handler_(handler), open_(open) {
     open_++;
   }
   ~Session() { open_--; }
 
   void run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->watch(self->limits_.header_timeout_s); });
+    net::dispatch(stream_.get_executor(),
+                  [self = shared_from_this()] { self->watch(self->limits_.header_timeout_s); });
   }
   // From any thread: bytes of the answer to request `serial`; `last` completes the answer.
   void enqueue(uint64_t serial, std::string bytes, bool last) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), serial, b = std::move(bytes), last]() mutable {
-      if (serial != self->serial_ || !self->answering_ || self->answer_complete_ || self->closed_) return;
+    net::post(stream_.get_executor(), [self = shared_from_this(), serial, b = std::move(bytes),
+                                       last]() mutable {
+      if (serial != self->serial_ || !self->answering_ || self->answer_complete_ || self->closed_)
+        return;
       self->out_.push_back(std::move(b));
       self->answer_complete_ = last;
       if (!self->writing_) self->write_next();
     });
   }
   void set_on_disconnect(uint64_t serial, std::function<void()> f) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), serial, f = std::move(f)]() mutable {
-      if (serial == self->serial_ && self->answering_) self->on_disconnect_ = std::move(f);
-    });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), serial, f = std::move(f)]() mutable {
+                if (serial == self->serial_ && self->answering_)
+                  self->on_disconnect_ = std::move(f);
+              });
   }
 
  private:
@@ -78,9 +84,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (watching_ || closed_) return;
     watching_ = true;
     if (timeout_s > 0) stream_.expires_after(ms(timeout_s));
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
-      self->on_watch(ec, n);
-    });
+    stream_.async_read_some(
+        buffer_.prepare(4096),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_watch(ec, n); });
   }
   void on_watch(beast::error_code ec, size_t n) {
     watching_ = false;
@@ -101,17 +107,21 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(limits_.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
     stream_.expires_after(ms(limits_.header_timeout_s));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->on_request(ec);
-    });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
   }
 
   void on_request(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof) return close();
-    if (ec == http::error::body_limit) return reply_and_close(413, "the request body is larger than the limit");
-    if (ec == http::error::header_limit) return reply_and_close(431, "the request headers are larger than the limit");
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof)
+      return close();
+    if (ec == http::error::body_limit)
+      return reply_and_close(413, "the request body is larger than the limit");
+    if (ec == http::error::header_limit)
+      return reply_and_close(431, "the request headers are larger than the limit");
     if (ec) return reply_and_close(400, "malformed HTTP request: " + ec.message());
-    if (parser_->get().target().size() > limits_.max_uri_bytes) return reply_and_close(414, "the URI is longer than the limit");
+    if (parser_->get().target().size() > limits_.max_uri_bytes)
+      return reply_and_close(414, "the URI is longer than the limit");
     HttpRequest req = parser_->release();
     keep_alive_ = req.keep_alive();
     serial_++;
@@ -128,8 +138,9 @@ class Session : public std::enable_shared_from_this<Session> {
     answering_ = true;
     answer_complete_ = true;
     keep_alive_ = false;
-    const std::string body = "{\"error\":{\"message\":\"" + message + "\",\"type\":\"invalid_request_error\",\"code\":" +
-                             std::to_string(status) + "}}";
+    const std::string body =
+        "{\"error\":{\"message\":\"" + message +
+        "\",\"type\":\"invalid_request_error\",\"code\":" + std::to_string(status) + "}}";
     out_.push_back(serialize_response(status, "application/json", body, {}, false));
     if (!writing_) write_next();
   }
@@ -147,12 +158,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     writing_ = true;
     stream_.expires_after(ms(limits_.write_timeout_s));
-    net::async_write(stream_, net::buffer(out_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (self->closed_) return;  // closed meanwhile (the client left): nothing more to write
-      if (ec) return self->disconnected();
-      self->out_.pop_front();
-      self->write_next();
-    });
+    net::async_write(stream_, net::buffer(out_.front()),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (self->closed_)
+                         return;  // closed meanwhile (the client left): nothing more to write
+                       if (ec) return self->disconnected();
+                       self->out_.pop_front();
+                       self->write_next();
+                     });
   }
 
   void finish_answer() {
@@ -209,10 +222,13 @@ class Session : public std::enable_shared_from_this<Session> {
 Responder::Responder(std::shared_ptr<Session> session, uint64_t serial, bool keep_alive)
     : session_(std::move(session)), serial_(serial), keep_alive_(keep_alive) {}
 
-void Responder::send(int status, const std::string& content_type, std::string body, HttpHeaders headers) {
+void Responder::send(int status, const std::string& content_type, std::string body,
+                     HttpHeaders headers) {
   started_ = true;
   headers.insert(headers.end(), extra_.begin(), extra_.end());
-  session_->enqueue(serial_, serialize_response(status, content_type, std::move(body), headers, keep_alive_), true);
+  session_->enqueue(serial_,
+                    serialize_response(status, content_type, std::move(body), headers, keep_alive_),
+                    true);
 }
 
 void Responder::start_stream(int status, const std::string& content_type, HttpHeaders headers) {
@@ -236,7 +252,9 @@ void Responder::write(std::string chunk) {
 
 void Responder::end() { session_->enqueue(serial_, "0\r\n\r\n", true); }
 
-void Responder::on_disconnect(std::function<void()> f) { session_->set_on_disconnect(serial_, std::move(f)); }
+void Responder::on_disconnect(std::function<void()> f) {
+  session_->set_on_disconnect(serial_, std::move(f));
+}
 
 struct HttpServer::Impl {
   HttpLimits limits;
@@ -273,7 +291,8 @@ Status HttpServer::listen(const std::string& host, uint16_t port) {
   beast::error_code ec;
   tcp::resolver resolver(impl_->ioc);
   auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-  if (ec || results.empty()) return Status::errorf("cannot resolve the address '{}': {}", host, ec.message());
+  if (ec || results.empty())
+    return Status::errorf("cannot resolve the address '{}': {}", host, ec.message());
   const tcp::endpoint ep = results.begin()->endpoint();
   auto a = std::make_unique<tcp::acceptor>(impl_->ioc);
   a->open(ep.protocol(), ec);

@@ -10,9 +10,8 @@
 // Depends on Boost.Asio/Beast and base only: nothing here knows about models or APIs.
 #pragma once
 
-#include <boost/beast/http.hpp>
-
 #include <atomic>
+#include <boost/beast/http.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,7 +44,8 @@ class Responder {
  public:
   Responder(std::shared_ptr<Session> session, uint64_t serial, bool keep_alive);
   // The whole answer at once.
-  void send(int status, const std::string& content_type, std::string body, HttpHeaders headers = {});
+  void send(int status, const std::string& content_type, std::string body,
+            HttpHeaders headers = {});
   // A chunked answer: the header now, then write() each piece as it comes, then end().
   void start_stream(int status, const std::string& content_type, HttpHeaders headers = {});
   void write(std::string chunk);
@@ -56,7 +56,9 @@ class Responder {
   // Whether send() or start_stream() was called.
   bool started() const { return started_.load(); }
   // Added to whatever this answer sends (CORS headers); call before answering.
-  void add_header(std::string name, std::string value) { extra_.emplace_back(std::move(name), std::move(value)); }
+  void add_header(std::string name, std::string value) {
+    extra_.emplace_back(std::move(name), std::move(value));
+  }
 
  private:
   std::shared_ptr<Session> session_;
@@ -66,7 +68,8 @@ class Responder {
   HttpHeaders extra_;
 };
 
-using HttpHandler = std::function<void(HttpRequest&& request, std::shared_ptr<Responder> responder)>;
+using HttpHandler =
+    std::function<void(HttpRequest&& request, std::shared_ptr<Responder> responder)>;
 
 class HttpServer {
  public:

@@ -36,7 +36,8 @@ std::string query_param(const HttpRequest& req, const std::string& name) {
   while (q != std::string::npos) {
     const size_t start = q + 1;
     const size_t end = t.find('&', start);
-    const std::string kv = t.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string kv =
+        t.substr(start, end == std::string::npos ? std::string::npos : end - start);
     const size_t eq = kv.find('=');
     if (kv.substr(0, eq) == name) return eq == std::string::npos ? "" : kv.substr(eq + 1);
     q = end;
@@ -65,7 +66,8 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
   bool cors_ok = false;
   if (auto it = req.find(http::field::origin); it != req.end()) {
     const std::string origin(it->value());
-    cors_ok = std::find(access_.cors_origins.begin(), access_.cors_origins.end(), origin) != access_.cors_origins.end();
+    cors_ok = std::find(access_.cors_origins.begin(), access_.cors_origins.end(), origin) !=
+              access_.cors_origins.end();
     if (cors_ok) {
       r->add_header("Access-Control-Allow-Origin", origin);
       r->add_header("Vary", "Origin");
@@ -77,7 +79,9 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     HttpHeaders h;
     if (cors_ok) {
       h = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
-           {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, X-Ponder-Route-Key, X-Ponder-Replica"},
+           {"Access-Control-Allow-Headers",
+            "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, X-Ponder-Route-Key, "
+            "X-Ponder-Replica"},
            {"Access-Control-Max-Age", "600"}};
     }
     r->send(204, "", "", h);
@@ -87,8 +91,11 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
   auto m = p->second.find(req.method());
   if (m == p->second.end()) {
     std::string allow;
-    for (const auto& [verb, route] : p->second) allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
-    ApiError e{405, std::string(req.method_string()) + " is not allowed on " + path + " (allowed: " + allow + ")",
+    for (const auto& [verb, route] : p->second)
+      allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
+    ApiError e{405,
+               std::string(req.method_string()) + " is not allowed on " + path +
+                   " (allowed: " + allow + ")",
                "invalid_request_error", "", "method_not_allowed"};
     r->add_header("Allow", allow);
     return reply_error(*r, e);
@@ -102,7 +109,8 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
   } catch (const std::exception& e) {
     log_warn("http: internal error on {}: {}", path, e.what());
     if (keep->started()) return keep->end();
-    reply_error(*keep, ApiError{500, std::string("internal error: ") + e.what(), "server_error", "", "internal_error"});
+    reply_error(*keep, ApiError{500, std::string("internal error: ") + e.what(), "server_error", "",
+                                "internal_error"});
   }
 }
 

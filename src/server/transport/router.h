@@ -6,7 +6,6 @@
 #pragma once
 
 #include <boost/beast/http/verb.hpp>
-
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +15,7 @@
 namespace ponder::server {
 
 struct AccessConfig {
-  std::string api_key;                   // empty: no key needed
+  std::string api_key;                    // empty: no key needed
   std::vector<std::string> cors_origins;  // exact origins allowed to call from a browser
 };
 
@@ -25,7 +24,8 @@ class Router {
   using Handler = std::function<void(HttpRequest&& req, std::shared_ptr<Responder> r)>;
   explicit Router(AccessConfig access) : access_(std::move(access)) {}
 
-  void add(boost::beast::http::verb method, const std::string& path, Handler h, bool is_public = false);
+  void add(boost::beast::http::verb method, const std::string& path, Handler h,
+           bool is_public = false);
   void handle(HttpRequest&& req, std::shared_ptr<Responder> r) const;
 
  private:
