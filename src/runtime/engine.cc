@@ -17,7 +17,6 @@
 namespace ponder {
 namespace {
 
-constexpr int32_t kMinPrefillChunk = 16;  // prompt rows per step at least, however busy
 constexpr int32_t kMaxChoices = 16;
 constexpr int32_t kMaxTopLogprobs = 20;
 
@@ -299,11 +298,7 @@ void Engine::finish(uint64_t seq_id, const std::string& reason, const std::strin
 }
 
 int32_t Engine::prefill_budget() const {
-  if (scheduler_.n_decoding() == 0) return config_.max_batch;  // nobody to keep waiting
-  const double room = config_.max_step_s - decode_step_s_;
-  const double rows = room / std::max(s_per_prompt_row_, 1e-6);
-  return static_cast<int32_t>(std::clamp(rows, static_cast<double>(kMinPrefillChunk),
-                                         static_cast<double>(config_.max_batch)));
+  return step_time_.prompt_rows(scheduler_.n_decoding(), config_.max_step_s, config_.max_batch);
 }
 
 void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
@@ -494,13 +489,7 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
 
   const int32_t prompt_rows = plan.n_rows - plan.n_decode;
-  if (prompt_rows == 0) {
-    decode_step_s_ = 0.8 * decode_step_s_ + 0.2 * dt;
-  } else if (prompt_rows >= 8) {
-    const double per_row =
-        std::max(0.0, dt - (plan.n_decode > 0 ? decode_step_s_ : 0.0)) / prompt_rows;
-    s_per_prompt_row_ = 0.7 * s_per_prompt_row_ + 0.3 * per_row;
-  }
+  step_time_.observe(plan.n_decode, prompt_rows, dt);
   recorder_.update([&](EngineCounters& c) {
     c.steps++;
     c.busy_s += dt;

@@ -27,6 +27,7 @@
 #include "runtime/engine_metrics.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
+#include "runtime/step_time_model.h"
 #include "text/tokenizer.h"
 
 namespace ponder {
@@ -118,9 +119,8 @@ class Engine {
   uint64_t next_seq_ = 1;
   std::map<uint64_t, std::unique_ptr<SeqState>> seqs_;
   std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
-  std::vector<float> logits_;       // [max_running, n_vocab]
-  double decode_step_s_ = 0.05;     // measured: a step with decode rows only
-  double s_per_prompt_row_ = 0.01;  // measured: what each prompt row adds to a step
+  std::vector<float> logits_;  // [max_running, n_vocab]
+  StepTimeModel step_time_;    // what steps cost here: sizes the prompt chunks beside streams
 
   std::thread thread_;
 };

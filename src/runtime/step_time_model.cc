@@ -1,0 +1,33 @@
+#include "runtime/step_time_model.h"
+
+#include <algorithm>
+
+namespace ponder {
+
+void StepTimeModel::observe(int32_t n_decode, int32_t n_prompt, double seconds) {
+  if (n_decode + n_prompt <= 0) return;
+  if (n_prompt == 0) {
+    decode_s_ = decode_s_ < 0 ? seconds : 0.8 * decode_s_ + 0.2 * seconds;
+    return;
+  }
+  last_chunk_beside_ = n_decode > 0 ? n_prompt : 0;
+  // The prompt rows' part of the step; alone, the weights' streaming is shared among them (a
+  // slight overestimate of a row beside streams, on the safe side).
+  const double decode_part = n_decode > 0 && decode_s_ > 0 ? decode_s_ : 0.0;
+  const double per_row = std::max(seconds - decode_part, 0.0) / n_prompt;
+  // A few rows' difference of two times is noisy: its weight grows with the rows it covers.
+  const double w = row_s_ < 0 ? 1.0 : std::min(0.5, 0.5 * n_prompt / 32.0);
+  row_s_ = row_s_ < 0 ? per_row : (1 - w) * row_s_ + w * per_row;
+}
+
+int32_t StepTimeModel::prompt_rows(int32_t n_decoding, double max_step_s, int32_t max_rows) const {
+  max_rows = std::max(max_rows, 1);
+  if (n_decoding == 0) return max_rows;
+  if (row_s_ <= 0) return std::min(kProbeRows, max_rows);
+  const double room = kPlannedShare * max_step_s - std::max(decode_s_, 0.0);
+  double rows = room / row_s_;
+  if (last_chunk_beside_ > 0) rows = std::min(rows, 2.0 * last_chunk_beside_);
+  return static_cast<int32_t>(std::clamp(rows, 1.0, static_cast<double>(max_rows)));
+}
+
+}  // namespace ponder

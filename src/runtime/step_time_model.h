@@ -1,0 +1,41 @@
+// StepTimeModel: what a step of the forward pass costs on this machine, learned from the steps the
+// engine runs, and the prompt chunk that keeps a step beside decoding streams under a time limit.
+// A step costs its decode rows' part (the weights streamed once for them: measured on steps with
+// decode rows only) plus a cost per prompt row (measured on steps with prompt rows). Both vary
+// ~10x between CPUs and models and the row cost grows with the prompt's depth, so neither is a
+// constant: each is smoothed over recent steps. A chunk never grows more than twice over from one
+// step beside streams to the next, and the first one beside streams is a small probe, so a stale
+// or missing estimate cannot freeze the streams for long (issue 32: a fixed 16-row floor stalled
+// them 1.1 s on a slow CPU). Pure logic, no clock: tests feed it simulated times.
+// Depends on nothing.
+#pragma once
+
+#include <cstdint>
+
+namespace ponder {
+
+class StepTimeModel {
+ public:
+  // Rows of the first prompt chunk beside decoding streams while the row cost is unknown.
+  static constexpr int32_t kProbeRows = 4;
+  // The share of the step limit a planned step may take (the rest: sampling, the estimate's error).
+  static constexpr double kPlannedShare = 0.85;
+
+  // A step of n_decode decode rows and n_prompt prompt rows took `seconds`.
+  void observe(int32_t n_decode, int32_t n_prompt, double seconds);
+
+  // Prompt rows for the next step: max_rows when no stream decodes (nobody waits); else as many
+  // as keep the step (n_decoding decode rows and the chunk) under kPlannedShare * max_step_s by
+  // the model, at least 1, at most max_rows and twice the previous chunk beside streams.
+  int32_t prompt_rows(int32_t n_decoding, double max_step_s, int32_t max_rows) const;
+
+  double decode_step_s() const { return decode_s_; }  // < 0: not measured yet
+  double prompt_row_s() const { return row_s_; }      // < 0: not measured yet
+
+ private:
+  double decode_s_ = -1;
+  double row_s_ = -1;
+  int32_t last_chunk_beside_ = 0;  // prompt rows of the last step that also had decode rows
+};
+
+}  // namespace ponder
