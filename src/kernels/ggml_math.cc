@@ -38,21 +38,23 @@ float expf_ggml(float x) {
 
 float silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
 
-// Whether the AVX-512 blocks (bitwise the scalar ones) may run.
-bool use_avx512() {
+// Which SIMD blocks (bitwise the scalar ones) may run: 2 AVX-512, 1 AVX2, 0 none.
+int simd_level() {
 #if PONDER_X86_KERNELS
-  static const bool yes = active_isa() == Isa::kAvx512;
-  return yes;
+  static const int level = active_isa() == Isa::kAvx512 ? 2 : active_isa() == Isa::kAvx2 ? 1 : 0;
+  return level;
 #else
-  return false;
+  return 0;
 #endif
 }
 
 void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out) {
   const int64_t n16 = n & ~int64_t{15};
 #if PONDER_X86_KERNELS
-  if (use_avx512()) {
+  if (simd_level() == 2) {
     swiglu_blocks_avx512(gate, up, n16, out);
+  } else if (simd_level() == 1) {
+    swiglu_blocks_avx2(gate, up, n16, out);
   } else
 #endif
   {
@@ -65,9 +67,10 @@ double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y) {
   double sum = 0;
   int64_t i = 0;
 #if PONDER_X86_KERNELS
-  if (use_avx512()) {
+  if (simd_level() > 0) {
     i = n & ~int64_t{15};
-    sum = softmax_exp_blocks_avx512(x, max, i, y);
+    sum = simd_level() == 2 ? softmax_exp_blocks_avx512(x, max, i, y)
+                            : softmax_exp_blocks_avx2(x, max, i, y);
   }
 #endif
   for (; i + 16 <= n; i += 16) {

@@ -81,6 +81,11 @@ __m256i scale_pairs_s8(const int8_t* p) {
   return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(v, v));
 }
 
+// An empty asm that says it reads and writes v: the sums stay a chain of adds in one register each
+// (GCC otherwise reassociates a fully unrolled chain of integer adds into a tree, computing every
+// product first and spilling them to the stack: 3x slower prompts, measured on Zen 4 with AVX2).
+inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
+
 // Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels).
 constexpr int64_t kPrefetchAhead = 4096;
 
@@ -115,13 +120,14 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
           for (int k = 0; k < 8; ++k) {
             const __m256i raw = load32(wb.qs[p][k][row0]);
-            if (hf == 0 && h == 0) prefetch(pf + 512 * p + 64 * k);
+            if (R == 1 && hf == 0 && h == 0) prefetch(pf + 512 * p + 64 * k);
             const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
               const __m256i prod =
                   _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
               s[r] = k == 0 ? prod : _mm256_add_epi16(s[r], prod);
+              keep_in_register(s[r]);
             }
           }
           const __m256i sc = scale_pairs_u8(wb.scales[2 * p + h] + row0);
