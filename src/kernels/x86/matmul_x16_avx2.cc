@@ -86,7 +86,9 @@ __m256i scale_pairs_s8(const int8_t* p) {
 // product first and spilling them to the stack: 3x slower prompts, measured on Zen 4 with AVX2).
 inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 
-// Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels).
+// Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels). Only the
+// one-row passes (decode) prefetch: the many-row passes read a group's weights once from memory and
+// then from the caches, where the prefetches only took load slots (measured on Zen 4).
 constexpr int64_t kPrefetchAhead = 4096;
 
 void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
@@ -107,7 +109,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 2048 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -179,7 +181,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ5KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2560 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 2560 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -191,7 +193,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
       for (int l = 0; l < 8; ++l) {
         const __m256i hb = load32(wb.q[l][4][row0]);
-        if (hf == 0) {
+        if (R == 1 && hf == 0) {
           for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
         }
 #pragma GCC unroll 4
@@ -209,6 +211,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
             for (int r = 0; r < R; ++r) {
               const __m256i prod = _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
               t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(prod, sc2[c]));
+              keep_in_register(t[r]);
             }
           }
         }
@@ -253,7 +256,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 3072 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 3072 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -264,7 +267,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
         const __m256i r0 = load32(wb.q[s][0][row0]);
         const __m256i r1 = load32(wb.q[s][1][row0]);
         const __m256i r2 = load32(wb.q[s][2][row0]);
-        if (hf == 0) {
+        if (R == 1 && hf == 0) {
           prefetch(pf + 192 * s);
           prefetch(pf + 192 * s + 64);
           prefetch(pf + 192 * s + 128);
@@ -287,6 +290,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
                                               _mm256_maddubs_epi16(v3, bcast4(xq + 12)));
           t[r] = _mm256_add_epi32(
               t[r], _mm256_add_epi32(_mm256_madd_epi16(lo, sc), _mm256_madd_epi16(hi, sc)));
+          keep_in_register(t[r]);
         }
       }
       // off[r] = sum_s sc[s] * bsums[s], sub-blocks in pairs (int16 pairs (sc[2i], sc[2i + 1])).
@@ -359,12 +363,13 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
           const __m256i q = _mm256_xor_si256(load32(wb.qs[h][k][row0]), bias);  // the codes
-          if (hf == 0) prefetch(pf + 512 * h + 64 * k);
+          if (R == 1 && hf == 0) prefetch(pf + 512 * h + 64 * k);
           const __m256i aq = _mm256_abs_epi8(q);  // -128 gives 0x80: 128 as unsigned
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const __m256i xs = _mm256_sign_epi8(bcast4(x[r][b].qs + 32 * h + 4 * k), q);
             s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, xs), ones));
+            keep_in_register(s[r]);
           }
         }
         const __m256 d = _mm256_cvtph_ps(load16(wb.d[h] + row0));
@@ -375,7 +380,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
         }
       }
     }
-    prefetch(pf + 1024);
+    if (R == 1) prefetch(pf + 1024);
   }
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, acc[r][hf]);
