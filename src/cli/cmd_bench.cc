@@ -401,6 +401,11 @@ int run_bench_cmd(int argc, char** argv) {
               : std::string(", weights in the file's layout"));
   if (bandwidth > 0) fmt::print("memory read bandwidth: {:.1f} GB/s (measured)\n", bandwidth);
   fmt::print("attention (last configuration): {}\n", s.model->numerics());
+  const PrefetchCalibration& pf = s.model->weight_prefetch_choice();
+  fmt::print("weight prefetch in decode: {}{}\n", pf.prefetch ? "on" : "off",
+             pf.measured ? fmt::format(" (measured at load: {:.1f} ms a pass with, {:.1f} without)",
+                                       pf.s_with * 1e3, pf.s_without * 1e3)
+                         : std::string(" (not measured: PONDER_PREFETCH or small weights)"));
   fmt::print(
       "\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;

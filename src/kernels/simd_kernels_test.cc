@@ -15,6 +15,7 @@
 #include "kernels/interleave.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_prefetch.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
@@ -418,6 +419,12 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
       EXPECT_EQ(std::memcmp(y_alone.data(), y.data() + r * s.n_out, s.n_out * sizeof(float)), 0)
           << "row " << r;
     }
+    // Without the weight stream's prefetches (kernels/weight_prefetch.h): the same bits.
+    set_weight_prefetch(false);
+    std::vector<float> y_plain(static_cast<size_t>(s.n_out));
+    run_kernel(*k, w, x.data(), 1, 0, s.n_out, y_plain.data());
+    set_weight_prefetch(true);
+    EXPECT_EQ(std::memcmp(y_plain.data(), y.data(), s.n_out * sizeof(float)), 0);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
 #include "model/attention.h"
+#include "model/prefetch_calibration.h"
 #include "quant/half.h"
 
 namespace ponder {
@@ -32,6 +33,7 @@ Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, boo
         model->weights_.make_x16_copies(pool, file.is_mapped(), cache, fingerprint);
     model->x16_bytes_ = r.bytes;
     model->x16_from_cache_ = r.from_cache;
+    model->prefetch_ = calibrate_weight_prefetch(model->weights_, pool);
     if (!r.write_path.empty()) {
       model->x16_writer_ = std::thread([r, fingerprint] {
         x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes);

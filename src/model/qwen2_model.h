@@ -16,6 +16,7 @@
 #include "model/attention.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
+#include "model/prefetch_calibration.h"
 #include "model/qwen2_config.h"
 #include "model/qwen2_weights.h"
 #include "model/x16_cache.h"
@@ -42,6 +43,8 @@ class Qwen2Model {
   static bool x16_default();
   // Bytes of the x16 copies made at load.
   int64_t x16_copy_bytes() const { return x16_bytes_; }
+  // Whether the decode kernels prefetch the weights, as measured at load (prefetch_calibration.h).
+  const PrefetchCalibration& weight_prefetch_choice() const { return prefetch_; }
 
   // Attention in the block order (flash-style: K/V streamed in blocks, online softmax;
   // model/attention.h), the default, or in llama.cpp's non-flash order (`--flash-attn 0`). The
@@ -104,6 +107,7 @@ class Qwen2Model {
   Qwen2Weights weights_;
   int64_t x16_bytes_ = 0;
   bool x16_from_cache_ = false;
+  PrefetchCalibration prefetch_;
   std::thread x16_writer_;    // writes the x16 cache file after a cold start
   bool flash_attn_ = true;    // attention_flash, else attention_ggml_order
   bool bf16_scores_ = false;  // set at load: bf16_scores_default()

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "kernels/interleave.h"
+#include "kernels/weight_prefetch.h"
 #include "kernels/x86/x86_kernels.h"
 #include "quant/blocks.h"
 
@@ -87,11 +88,14 @@ __m256i scale_pairs_s8(const int8_t* p) {
 inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 
 // Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels). Only the
-// one-row passes (decode) prefetch: the many-row passes read a group's weights once from memory and
+// one-row passes (decode) prefetch, and only where the machine streams faster so
+// (kernels/weight_prefetch.h): the many-row passes read a group's weights once from memory and
 // then from the caches, where the prefetches only took load slots (measured on Zen 4).
 constexpr int64_t kPrefetchAhead = 4096;
 
-void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+void prefetch(bool on, const void* p) {
+  if (on) _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
@@ -101,6 +105,7 @@ void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HIN
 template <int R>
 void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[R][2], accm[R][2];
   for (int r = 0; r < R; ++r) {
@@ -109,7 +114,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 2048 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 2048 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -122,7 +127,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
           for (int k = 0; k < 8; ++k) {
             const __m256i raw = load32(wb.qs[p][k][row0]);
-            if (R == 1 && hf == 0 && h == 0) prefetch(pf + 512 * p + 64 * k);
+            if (R == 1 && hf == 0 && h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
             const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
@@ -172,6 +177,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 template <int R>
 void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m16 = _mm256_set1_epi8(0x10);
   __m256 acc[R][2], accm[R][2];
@@ -181,7 +187,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ5KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 2560 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 2560 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -194,7 +200,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
       for (int l = 0; l < 8; ++l) {
         const __m256i hb = load32(wb.q[l][4][row0]);
         if (R == 1 && hf == 0) {
-          for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
+          for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
         }
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) {
@@ -247,6 +253,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
 template <int R>
 void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m6 = _mm256_set1_epi8(0x3F);
   const __m256i m01 = _mm256_set1_epi8(0x03);
   const __m256i m23 = _mm256_set1_epi8(0x0C);
@@ -256,7 +263,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf + 3072 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 3072 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -268,9 +275,9 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
         const __m256i r1 = load32(wb.q[s][1][row0]);
         const __m256i r2 = load32(wb.q[s][2][row0]);
         if (R == 1 && hf == 0) {
-          prefetch(pf + 192 * s);
-          prefetch(pf + 192 * s + 64);
-          prefetch(pf + 192 * s + 128);
+          prefetch(pf_on, pf + 192 * s);
+          prefetch(pf_on, pf + 192 * s + 64);
+          prefetch(pf_on, pf + 192 * s + 128);
         }
         const __m256i v0 = _mm256_and_si256(r0, m6);
         const __m256i v1 = _mm256_and_si256(r1, m6);
@@ -346,6 +353,7 @@ void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
 template <int R>
 void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][2];
@@ -363,7 +371,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
           const __m256i q = _mm256_xor_si256(load32(wb.qs[h][k][row0]), bias);  // the codes
-          if (R == 1 && hf == 0) prefetch(pf + 512 * h + 64 * k);
+          if (R == 1 && hf == 0) prefetch(pf_on, pf + 512 * h + 64 * k);
           const __m256i aq = _mm256_abs_epi8(q);  // -128 gives 0x80: 128 as unsigned
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
@@ -380,7 +388,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
         }
       }
     }
-    if (R == 1) prefetch(pf + 1024);
+    if (R == 1) prefetch(pf_on, pf + 1024);
   }
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, acc[r][hf]);

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/interleave.h"
+#include "kernels/weight_prefetch.h"
 #include "kernels/x86/x86_kernels.h"
 #include "quant/blocks.h"
 
@@ -66,7 +67,9 @@ constexpr int64_t kPrefetchAhead = 4096;
 
 // Into L2 (T1), not L1: on Zen 4 decode ran 25% faster (BENCHMARKS.md session 11), the L1's few
 // outstanding misses left to the loads.
-void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+void prefetch(bool on, const void* p) {
+  if (on) _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
@@ -76,13 +79,14 @@ void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HIN
 template <int R>
 void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = weight_prefetch();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[R], accm[R];
   for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 2048 + 64 * i);
     __m512i t[R];
     for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -93,7 +97,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
           const __m512i raw = load64(wb.qs[p][k]);
-          if (h == 0) prefetch(pf + 512 * p + 64 * k);
+          if (h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
           const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r)
@@ -153,6 +157,7 @@ __m512i q5_codes(__m512i raw, __m512i hb, int c, __m512i m4, __m512i m16) {
 template <int R>
 void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = weight_prefetch();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m16 = _mm512_set1_epi8(0x10);
   __m512 acc[R], accm[R];
@@ -160,7 +165,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ5KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2560 + 64 * i);
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 2560 + 64 * i);
     __m512i t[R];
     for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
     if constexpr (R < 4) {
@@ -176,7 +181,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
       for (int l = 0; l < 8; ++l) {
         const __m512i hb = load64(wb.q[l][4]);
-        for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
+        for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
         __m512i lane[R];  // one dependency chain per lane, added into t after it
         for (int r = 0; r < R; ++r) lane[r] = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -203,7 +208,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
         for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
         for (int l = 0; l < 8; ++l) {
-          if (c < 5) prefetch(pf + 320 * l + 64 * c);
+          if (c < 5) prefetch(pf_on, pf + 320 * l + 64 * c);
           const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r)
@@ -246,6 +251,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
 template <int R>
 void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = weight_prefetch();
   const __m512i m6 = _mm512_set1_epi8(0x3F);
   const __m512i m2 = _mm512_set1_epi8(0x03);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -254,7 +260,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 3072 + 64 * i);
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 3072 + 64 * i);
     __m512i t[R];
     for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -262,9 +268,9 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
       const __m512i r0 = load64(wb.q[s][0]);
       const __m512i r1 = load64(wb.q[s][1]);
       const __m512i r2 = load64(wb.q[s][2]);
-      prefetch(pf + 192 * s);
-      prefetch(pf + 192 * s + 64);
-      prefetch(pf + 192 * s + 128);
+      prefetch(pf_on, pf + 192 * s);
+      prefetch(pf_on, pf + 192 * s + 64);
+      prefetch(pf_on, pf + 192 * s + 128);
       const __m512i v0 = _mm512_and_si512(r0, m6);
       const __m512i v1 = _mm512_and_si512(r1, m6);
       const __m512i v2 = _mm512_and_si512(r2, m6);
@@ -329,6 +335,7 @@ void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
 template <int R>
 void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = weight_prefetch();
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -341,7 +348,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m512i q = load64(wb.qs[h][k]);
-        prefetch(pf + 512 * h + 64 * k);
+        prefetch(pf_on, pf + 512 * h + 64 * k);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
           s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * h + 4 * k));
@@ -354,7 +361,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
                                  _mm512_cvtepi32_ps(s[r]), acc[r]);
       }
     }
-    prefetch(pf + 1024);
+    prefetch(pf_on, pf + 1024);
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
@@ -367,6 +374,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 template <int R>
 void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
                      const ActX16Q80* const x[R], float* y, int64_t y_stride) {
+  const bool pf_on = weight_prefetch();
   __m512 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -382,8 +390,8 @@ void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
       for (int k = 0; k < 8; ++k) {
         const __m512i qa = load64(wa.qs[h][k]);
         const __m512i qb = load64(wb.qs[h][k]);
-        prefetch(pfa + 512 * h + 64 * k);
-        prefetch(pfb + 512 * h + 64 * k);
+        prefetch(pf_on, pfa + 512 * h + 64 * k);
+        prefetch(pf_on, pfb + 512 * h + 64 * k);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i xv = bcast4(x[r][b].qs + 32 * h + 4 * k);
@@ -402,8 +410,8 @@ void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
         acc[r][1] = _mm512_fmadd_ps(_mm512_mul_ps(db, dx), _mm512_cvtepi32_ps(s[r][1]), acc[r][1]);
       }
     }
-    prefetch(pfa + 1024);
-    prefetch(pfb + 1024);
+    prefetch(pf_on, pfa + 1024);
+    prefetch(pf_on, pfb + 1024);
   }
   for (int r = 0; r < R; ++r) {
     _mm512_storeu_ps(y + r * y_stride, acc[r][0]);
