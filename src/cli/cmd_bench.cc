@@ -71,7 +71,8 @@ int run_serving(ModelSession& s, const std::vector<int32_t>& concurrent, int32_t
       bench_grammar(s, schema_path, output, &grammar_error);
   if (!grammar_error.is_ok()) return fail("bench", grammar_error.message());
   EngineConfig config;
-  config.max_running = *std::max_element(concurrent.begin(), concurrent.end());
+  // The late prompt runs beside the streams (a slot of its own), not after one of them ends.
+  config.max_running = *std::max_element(concurrent.begin(), concurrent.end()) + (late > 0 ? 1 : 0);
   config.kv_positions =
       n_ctx > 0 ? n_ctx : std::max(4096, config.max_running * (prompt + gen) + late + 64);
   config.max_batch = batch;

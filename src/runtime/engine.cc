@@ -489,6 +489,10 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
 
   const int32_t prompt_rows = plan.n_rows - plan.n_decode;
+  if (plan.n_decode > 0 && prompt_rows > 0)  // a chunk beside streams: its time against the model
+    log_debug("engine: step {} decode + {} prompt rows: {:.1f} ms (model {:.1f} + {:.2f}/row)",
+              plan.n_decode, prompt_rows, dt * 1e3, step_time_.decode_step_s() * 1e3,
+              step_time_.prompt_row_s() * 1e3);
   step_time_.observe(plan.n_decode, prompt_rows, dt);
   recorder_.update([&](EngineCounters& c) {
     c.steps++;

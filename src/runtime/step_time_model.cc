@@ -13,11 +13,20 @@ void StepTimeModel::observe(int32_t n_decode, int32_t n_prompt, double seconds) 
   last_chunk_beside_ = n_decode > 0 ? n_prompt : 0;
   // The prompt rows' part of the step; alone, the weights' streaming is shared among them (a
   // slight overestimate of a row beside streams, on the safe side).
-  const double decode_part = n_decode > 0 && decode_s_ > 0 ? decode_s_ : 0.0;
-  const double per_row = std::max(seconds - decode_part, 0.0) / n_prompt;
-  // A few rows' difference of two times is noisy: its weight grows with the rows it covers.
-  const double w = row_s_ < 0 ? 1.0 : std::min(0.5, 0.5 * n_prompt / 32.0);
-  row_s_ = row_s_ < 0 ? per_row : (1 - w) * row_s_ + w * per_row;
+  const double fixed = n_decode > 0 && decode_s_ > 0 ? decode_s_ : 0.0;
+  const double per_row = std::max(seconds - fixed, 0.0) / n_prompt;
+  if (row_s_ >= 0 && n_decode > 0 && per_row < 0.5 * row_s_) {
+    // Far faster than the model says: its fixed part is stale (the first decode steps after a load
+    // are slow, 163 ms against 43 ms later on Zen 4), not the row cost. Without a decode-only step
+    // to measure it while a long prompt runs, it is what this step leaves for it.
+    decode_s_ = std::max(seconds - row_s_ * n_prompt, 0.0);
+    return;
+  }
+  // An average over recent steps weighted by their rows: a step of 384 rows outweighs a one-row
+  // prompt's (whose time is mostly the weights' streaming), and older steps fade.
+  const double kept = kRowMemory * row_weight_;
+  row_s_ = (kept * std::max(row_s_, 0.0) + n_prompt * per_row) / (kept + n_prompt);
+  row_weight_ = kept + n_prompt;
 }
 
 int32_t StepTimeModel::prompt_rows(int32_t n_decoding, double max_step_s, int32_t max_rows) const {

@@ -1,13 +1,14 @@
 // StepTimeModel: what a step of the forward pass costs on this machine, learned from the steps the
 // engine runs, and the prompt chunk that keeps a step beside decoding streams under a time limit.
-// A step costs its decode rows' part (the weights streamed once for them: measured on steps with
-// decode rows only) plus a cost per prompt row (measured on steps with prompt rows). Both vary
-// ~10x between CPUs and models and the row cost grows with the prompt's depth, so neither is a
-// constant: each is smoothed over recent steps. A chunk never grows more than twice over from one
-// step beside streams to the next, and the first one beside streams is a small probe, so a stale
-// or missing estimate cannot freeze the streams for long (issue 32: a fixed 16-row floor stalled
-// them 1.1 s on a slow CPU). Pure logic, no clock: tests feed it simulated times.
-// Depends on nothing.
+// A step costs a fixed part (the weights streamed once, the decode rows: measured on decode-only
+// steps, and corrected by a step beside streams that leaves it less) plus a cost per prompt row
+// (measured on steps with prompt rows). Both vary ~10x between CPUs and models, the row cost grows
+// with the prompt's depth and the first steps after a load are slower than the rest, so neither
+// is a constant: each follows recent steps. A chunk never grows more than twice over from
+// one step beside streams to the next, and the first one beside streams is a small probe, so a
+// stale or missing estimate cannot freeze the streams for long (issue 32: a fixed 16-row floor
+// stalled them 1.1 s on a slow CPU). Pure logic, no clock: tests feed it simulated times. Depends
+// on nothing.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ class StepTimeModel {
   double prompt_row_s() const { return row_s_; }      // < 0: not measured yet
 
  private:
+  static constexpr double kRowMemory = 0.7;  // how much of the rows seen so far a step keeps
+  double row_weight_ = 0;                    // rows behind row_s_, faded
   double decode_s_ = -1;
   double row_s_ = -1;
   int32_t last_chunk_beside_ = 0;  // prompt rows of the last step that also had decode rows
