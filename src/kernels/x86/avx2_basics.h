@@ -1,7 +1,7 @@
 // Small AVX2-level helpers every x86 matmul kernel file uses: rounding a packed row size up to
-// 64 bytes, one f16 to f32, unaligned 128/256-bit loads, and hsum_float_8 (llama.cpp's reduction
-// of 8 float lanes, which the reference orders reproduce). Included only inside the anonymous
-// namespace of the per-ISA translation units (x86/matmul_*.cc), so each gets its own copy
+// 64 bytes, one f16 to f32, unaligned 128/256-bit loads, hsum4 and hsum_float_8 (llama.cpp's
+// reduction of 8 float lanes, which the reference orders reproduce). Included only inside the
+// anonymous namespace of the per-ISA translation units (x86/matmul_*.cc), so each gets its own copy
 // compiled with its own target flags (x86/tile_driver.h says why nothing is shared inline).
 #pragma once
 
@@ -10,6 +10,13 @@
 inline int64_t round_up_64(int64_t n) { return (n + 63) / 64 * 64; }
 
 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// (a0 + a2) + (a1 + a3): the 4-lane sum of the reference (Q4_K's min lanes, reduce16's tail).
+inline float hsum4(__m128 r) {
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
 
 // hsum_float_8 of the reference: upper half + lower half, then (r0 + r2) + (r1 + r3).
 inline float hsum8(__m256 a) {
