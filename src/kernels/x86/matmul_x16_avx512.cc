@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/interleave.h"
 #include "kernels/x86/x86_kernels.h"
@@ -22,6 +23,7 @@ namespace ponder {
 namespace {
 
 #include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/tile_driver.h"
 
 // One super-block of a packed activation row: the Q8_K quants and scale, -32 * each sum of 16
 // quants (the start value of a Q6_K sub-block, undoing its codes' offset of 32) and the sums of
@@ -33,10 +35,6 @@ struct alignas(64) ActX16 {
   float d;
 };
 static_assert(sizeof(ActX16) == 384);
-
-int64_t packed_row_bytes(int64_t n_in) {
-  return n_in / kQK_K * static_cast<int64_t>(sizeof(ActX16));
-}
 
 void pack_row(const float* x, void* dst, int64_t n_in) {
   ActX16* a = static_cast<ActX16*>(dst);
@@ -307,25 +305,6 @@ struct alignas(64) ActX16Q80 {
 };
 static_assert(sizeof(ActX16Q80) == 128);
 
-int64_t q8_0_packed_row_bytes(int64_t n_in) {
-  return n_in / 64 * static_cast<int64_t>(sizeof(ActX16Q80));
-}
-
-void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16Q80* a = static_cast<ActX16Q80*>(dst);
-  for (int64_t b = 0; b < n_in / kQK; ++b) {
-    BlockQ8_0 q;
-    quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
-    ActX16Q80& out = a[b / 2];
-    const int h = static_cast<int>(b % 2);
-    std::memcpy(out.qs + 32 * h, q.qs, kQK);
-    int32_t sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += q.qs[i];
-    out.start[h] = -128 * sum;
-    out.d[h] = _cvtsh_ss(q.d);
-  }
-}
-
 template <int R>
 void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
                 int64_t y_stride) {
@@ -413,177 +392,17 @@ void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
 
 // --- driver ------------------------------------------------------------------------------------
 
+constexpr Isa kX16Isa = Isa::kAvx512;
 // Activation rows per pass over a group's weights (their unpacked vectors are reused this often).
 constexpr int kRows = 8;
+// Q8_0 groups in pairs (q8_0_group_pair), up to 6 activation rows a pass: twice the accumulators
+// of a single group must fit the 32 registers.
+constexpr int kQ80PairRows = 6;
 
-template <class Block, class Act, int kBlockElements, template <int> class Group>
-void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-              float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kBlockElements;
-  const Block* blocks = static_cast<const Block*>(w.x16);
-  const Act* x = static_cast<const Act*>(xp);
-  for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
-    const Block* wg = blocks + g * nb;
-    float* yg = y + g * kX16Rows;
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-      const Act* rows[kRows];
-      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = yg + r * y_stride;
-      switch (rr) {
-        case 8:
-          Group<8>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 7:
-          Group<7>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 6:
-          Group<6>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 5:
-          Group<5>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 4:
-          Group<4>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 3:
-          Group<3>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 2:
-          Group<2>::run(wg, nb, rows, yr, y_stride);
-          break;
-        default:
-          Group<1>::run(wg, nb, rows, yr, y_stride);
-          break;
-      }
-    }
-  }
-}
-
-// Pairs of groups (32 output rows) with up to kPairRows activation rows per pass (twice the
-// accumulators of a single group must fit the 32 registers); a lone last group goes to gemm_x16.
-// Bitwise gemm_x16's results: each output's operations are the same.
-template <class Block, class Act, int kBlockElements, int kPairRows, template <int> class Pair,
-          template <int> class Group>
-void gemm_x16_pairs(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                    int64_t o_end, float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kBlockElements;
-  const Block* blocks = static_cast<const Block*>(w.x16);
-  const Act* x = static_cast<const Act*>(xp);
-  int64_t g = o_begin / kX16Rows;
-  const int64_t g_end = o_end / kX16Rows;
-  for (; g + 2 <= g_end; g += 2) {
-    const Block* wg = blocks + g * nb;
-    float* yg = y + g * kX16Rows;
-    for (int64_t r = 0; r < n_rows; r += kPairRows) {
-      const Act* rows[kPairRows];
-      const int rr = static_cast<int>(n_rows - r < kPairRows ? n_rows - r : kPairRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = yg + r * y_stride;
-      switch (rr) {
-        case 8:
-          if constexpr (kPairRows >= 8) Pair<8>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 7:
-          if constexpr (kPairRows >= 7) Pair<7>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 6:
-          if constexpr (kPairRows >= 6) Pair<6>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 5:
-          Pair<5>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 4:
-          Pair<4>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 3:
-          Pair<3>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 2:
-          Pair<2>::run(wg, nb, rows, yr, y_stride);
-          break;
-        default:
-          Pair<1>::run(wg, nb, rows, yr, y_stride);
-          break;
-      }
-    }
-  }
-  if (g < g_end) {
-    gemm_x16<Block, Act, kBlockElements, Group>(w, xp, n_rows, g * kX16Rows, g_end * kX16Rows, y,
-                                                y_stride);
-  }
-}
-
-template <int R>
-struct Q80Pair {
-  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
-                  int64_t s) {
-    q8_0_group_pair<R>(w, w + nb, nb, x, y, s);
-  }
-};
-
-template <int R>
-struct Q4KGroup {
-  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q4_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q5KGroup {
-  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q5_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q80Group {
-  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
-                  int64_t s) {
-    q8_0_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q6KGroup {
-  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q6_K_group<R>(w, nb, x, y, s);
-  }
-};
-
-void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16_pairs<BlockQ80X16, ActX16Q80, 64, 6, Q80Pair, Q80Group>(w, xp, n_rows, o_begin, o_end, y,
-                                                                   y_stride);
-}
-
-void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, Isa::kAvx512, "q4_K_x16_avx512", packed_row_bytes, pack_row, gemm_q4_K, true},
-    {GgmlType::Q5_K, Isa::kAvx512, "q5_K_x16_avx512", packed_row_bytes, pack_row, gemm_q5_K, true},
-    {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K, true},
-    {GgmlType::Q8_0, Isa::kAvx512, "q8_0_x16_avx512", q8_0_packed_row_bytes, q8_0_pack_row,
-     gemm_q8_0, true},
-};
+#include "kernels/x86/x16_driver.h"
 
 }  // namespace
 
-const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder
