@@ -44,19 +44,6 @@ struct alignas(64) ActX16 {
 };
 static_assert(sizeof(ActX16) == 320);
 
-void pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16* a = static_cast<ActX16*>(dst);
-  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-    BlockQ8_K q;
-    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-    std::memcpy(a[b].qs, q.qs, kQK_K);
-    std::memcpy(a[b].bsums, q.bsums, sizeof(a[b].bsums));
-    for (int c = 0; c < 8; ++c)
-      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
-    a[b].d = q.d;
-  }
-}
-
 // The 4 bytes at p as one 32-bit value in every lane.
 __m256i bcast4(const void* p) {
   int32_t v;

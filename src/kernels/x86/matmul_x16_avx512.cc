@@ -36,19 +36,6 @@ struct alignas(64) ActX16 {
 };
 static_assert(sizeof(ActX16) == 384);
 
-void pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16* a = static_cast<ActX16*>(dst);
-  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-    BlockQ8_K q;
-    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-    std::memcpy(a[b].qs, q.qs, kQK_K);
-    for (int s = 0; s < 16; ++s) a[b].q6_start[s] = -32 * q.bsums[s];
-    for (int c = 0; c < 8; ++c)
-      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
-    a[b].d = q.d;
-  }
-}
-
 // The 4 activation bytes at x as one 32-bit value in every lane.
 __m512i bcast4(const int8_t* x) {
   int32_t v;
@@ -66,6 +53,62 @@ constexpr int64_t kPrefetchAhead = 4096;
 // outstanding misses left to the loads.
 void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
 
+// The super-block loop of the K-quant group kernels (x16 order): per block b, sums(wb, b, pf, t)
+// adds the 16 rows' exact integer sums (one 32-bit lane per row) into t[r] (pf: kPrefetchAhead
+// past wb, whose first five lines from kPrefetchFirst on are asked for here); then one fused
+// multiply-add per row, acc[r] += (d * dx) * t[r], and for the types with mins (Q4_K, Q5_K)
+// accm[r] += (dmin * dx) * (mins . sums32); the outputs are acc - accm (or acc).
+template <int R, int kPrefetchFirst, class Block, class Sums>
+[[gnu::always_inline]] inline void k_quant_group(const Block* w, int64_t nb,
+                                                 const ActX16* const x[R], float* y,
+                                                 int64_t y_stride, const Sums& sums) {
+  constexpr bool kMins = requires(const Block& blk) { blk.mins; };
+  __m512 acc[R], accm[R];
+  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+    for (int i = 0; i < 5; ++i) prefetch(pf + kPrefetchFirst + 64 * i);
+    __m512i t[R];
+    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
+    sums(wb, b, pf, t);
+    if constexpr (kMins) {
+      __m512i mins[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        mins[p] =
+            _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
+      const __m512 dmin =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m512i m = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          int32_t pair;
+          std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
+          m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
+        }
+        const __m512 dx = _mm512_set1_ps(x[r][b].d);
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+        accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
+      }
+    } else {
+      const __m512 d = _mm512_load_ps(wb.d);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 dx = _mm512_set1_ps(x[r][b].d);
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(y + r * y_stride, kMins ? _mm512_sub_ps(acc[r], accm[r]) : acc[r]);
+  }
+}
+
 // --- Q4_K --------------------------------------------------------------------------------------
 
 // Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16. The
@@ -75,58 +118,29 @@ template <int R>
 void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[R], accm[R];
-  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2048 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
-    for (int p = 0; p < 4; ++p) {
+  k_quant_group<R, 2048>(
+      w, nb, x, y, y_stride, [&](const BlockQ4KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+        for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        __m512i s[R];
-        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+          for (int h = 0; h < 2; ++h) {
+            __m512i s[R];
+            for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
-          const __m512i raw = load64(wb.qs[p][k]);
-          if (h == 0) prefetch(pf + 512 * p + 64 * k);
-          const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
+            for (int k = 0; k < 8; ++k) {
+              const __m512i raw = load64(wb.qs[p][k]);
+              if (h == 0) prefetch(pf + 512 * p + 64 * k);
+              const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r)
-            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+              for (int r = 0; r < R; ++r)
+                s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[2 * p + h])));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
+          }
         }
-        const __m512i sc = _mm512_cvtepu8_epi32(
-            _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[2 * p + h])));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
-      }
-    }
-    __m512i mins[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      mins[p] =
-          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        int32_t pair;
-        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
-        m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
-      }
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
+      });
 }
 
 // --- Q5_K --------------------------------------------------------------------------------------
@@ -153,90 +167,61 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
                 int64_t y_stride) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m16 = _mm512_set1_epi8(0x10);
-  __m512 acc[R], accm[R];
-  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 2560 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
-    if constexpr (R < 4) {
-      // Few rows (decode): the block in memory order, lane by lane; each vpmaddubsw pair is
-      // scaled by vpdpwssd into t (the same exact integers as the sub-block sums below).
-      __m512i sc2[8];  // sub-block c's scale in both int16 halves of each row's lane
+  k_quant_group<R, 2560>(
+      w, nb, x, y, y_stride, [&](const BlockQ5KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+        if constexpr (R < 4) {
+          // Few rows (decode): the block in memory order, lane by lane; each vpmaddubsw pair is
+          // scaled by vpdpwssd into t (the same exact integers as the sub-block sums below).
+          __m512i sc2[8];  // sub-block c's scale in both int16 halves of each row's lane
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        const __m512i v =
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
-        sc2[c] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
-      }
-#pragma GCC unroll 8
-      for (int l = 0; l < 8; ++l) {
-        const __m512i hb = load64(wb.q[l][4]);
-        for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
-        __m512i lane[R];  // one dependency chain per lane, added into t after it
-        for (int r = 0; r < R; ++r) lane[r] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m512i raw = load64(wb.q[l][v]);
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const int c = 2 * v + h;
-            const __m512i q = q5_codes(raw, hb, c, m4, m16);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-              const __m512i prod = _mm512_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
-              lane[r] = _mm512_dpwssd_epi32(lane[r], prod, sc2[c]);
-            }
+          for (int c = 0; c < 8; ++c) {
+            const __m512i v = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
+            sc2[c] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
           }
-        }
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], lane[r]);
-      }
-    } else {
+#pragma GCC unroll 8
+          for (int l = 0; l < 8; ++l) {
+            const __m512i hb = load64(wb.q[l][4]);
+            for (int i = 0; i < 5; ++i) prefetch(pf + 320 * l + 64 * i);
+            __m512i lane[R];  // one dependency chain per lane, added into t after it
+            for (int r = 0; r < R; ++r) lane[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) {
+              const __m512i raw = load64(wb.q[l][v]);
+#pragma GCC unroll 2
+              for (int h = 0; h < 2; ++h) {
+                const int c = 2 * v + h;
+                const __m512i q = q5_codes(raw, hb, c, m4, m16);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                  const __m512i prod = _mm512_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+                  lane[r] = _mm512_dpwssd_epi32(lane[r], prod, sc2[c]);
+                }
+              }
+            }
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], lane[r]);
+          }
+        } else {
       // Many rows (prompts): sub-block by sub-block, one vpdpbusd per lane and row, one vpmulld.
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        __m512i s[R];
-        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+          for (int c = 0; c < 8; ++c) {
+            __m512i s[R];
+            for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int l = 0; l < 8; ++l) {
-          if (c < 5) prefetch(pf + 320 * l + 64 * c);
-          const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
+            for (int l = 0; l < 8; ++l) {
+              if (c < 5) prefetch(pf + 320 * l + 64 * c);
+              const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r)
-            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+              for (int r = 0; r < R; ++r)
+                s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
+          }
         }
-        const __m512i sc =
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
-      }
-    }
-    __m512i mins[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      mins[p] =
-          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        int32_t pair;
-        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
-        m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
-      }
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
+      });
 }
 
 // --- Q6_K --------------------------------------------------------------------------------------
@@ -247,51 +232,39 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m6 = _mm512_set1_epi8(0x3F);
   const __m512i m2 = _mm512_set1_epi8(0x03);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ6KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf + 3072 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
+  k_quant_group<R, 3072>(
+      w, nb, x, y, y_stride, [&](const BlockQ6KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
 #pragma GCC unroll 2
-    for (int s = 0; s < 16; ++s) {
-      const __m512i r0 = load64(wb.q[s][0]);
-      const __m512i r1 = load64(wb.q[s][1]);
-      const __m512i r2 = load64(wb.q[s][2]);
-      prefetch(pf + 192 * s);
-      prefetch(pf + 192 * s + 64);
-      prefetch(pf + 192 * s + 128);
-      const __m512i v0 = _mm512_and_si512(r0, m6);
-      const __m512i v1 = _mm512_and_si512(r1, m6);
-      const __m512i v2 = _mm512_and_si512(r2, m6);
-      // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b : c)
-      const __m512i low4 =
-          _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6), _mm512_srli_epi16(r1, 4), 0xCA);
-      const __m512i v3 =
-          _mm512_and_si512(_mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
-      const __m512i sc =
-          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
+        for (int s = 0; s < 16; ++s) {
+          const __m512i r0 = load64(wb.q[s][0]);
+          const __m512i r1 = load64(wb.q[s][1]);
+          const __m512i r2 = load64(wb.q[s][2]);
+          prefetch(pf + 192 * s);
+          prefetch(pf + 192 * s + 64);
+          prefetch(pf + 192 * s + 128);
+          const __m512i v0 = _mm512_and_si512(r0, m6);
+          const __m512i v1 = _mm512_and_si512(r1, m6);
+          const __m512i v2 = _mm512_and_si512(r2, m6);
+          // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b :
+          // c)
+          const __m512i low4 = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6),
+                                                         _mm512_srli_epi16(r1, 4), 0xCA);
+          const __m512i v3 = _mm512_and_si512(
+              _mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
+          const __m512i sc =
+              _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const int8_t* xq = x[r][b].qs + 16 * s;
-        __m512i sum = _mm512_set1_epi32(x[r][b].q6_start[s]);
-        sum = _mm512_dpbusd_epi32(sum, v0, bcast4(xq));
-        sum = _mm512_dpbusd_epi32(sum, v1, bcast4(xq + 4));
-        sum = _mm512_dpbusd_epi32(sum, v2, bcast4(xq + 8));
-        sum = _mm512_dpbusd_epi32(sum, v3, bcast4(xq + 12));
-        t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(sum, sc));
-      }
-    }
-    const __m512 d = _mm512_load_ps(wb.d);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+          for (int r = 0; r < R; ++r) {
+            const int8_t* xq = x[r][b].qs + 16 * s;
+            __m512i sum = _mm512_set1_epi32(x[r][b].q6_start[s]);
+            sum = _mm512_dpbusd_epi32(sum, v0, bcast4(xq));
+            sum = _mm512_dpbusd_epi32(sum, v1, bcast4(xq + 4));
+            sum = _mm512_dpbusd_epi32(sum, v2, bcast4(xq + 8));
+            sum = _mm512_dpbusd_epi32(sum, v3, bcast4(xq + 12));
+            t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(sum, sc));
+          }
+        }
+      });
 }
 
 // --- Q8_0 --------------------------------------------------------------------------------------

@@ -10,8 +10,7 @@
 //   constexpr Isa kX16Isa;        // the ISA of the table entries
 //   constexpr int kRows;          // activation rows per pass over a group's weights
 //   constexpr int kQ80PairRows;   // > 0: Q8_0 groups go in pairs of up to this many rows
-//   struct ActX16, ActX16Q80;     // packed activation blocks (Q8_0: two blocks of 32, with d[2])
-//   void pack_row(const float* x, void* dst, int64_t n_in);  // the ActX16 rows
+//   struct ActX16, ActX16Q80;     // packed activation blocks (pack_x16_row, pack_q8_0_pairs)
 //   template <int R> void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R],
 //                                    float* y, int64_t y_stride);  // likewise q5_K_group,
 //   // q6_K_group, q8_0_group (on ActX16Q80) and, where kQ80PairRows > 0, q8_0_group_pair(w0, w1,
@@ -22,6 +21,27 @@
 template <class Act, int kElems>
 int64_t x16_packed_row_bytes(int64_t n_in) {
   return n_in / kElems * static_cast<int64_t>(sizeof(Act));
+}
+
+// Q8_K activations, a super-block to an Act: the quants, the scale, the sums of 32 quants
+// (sums32, Q4_K / Q5_K's mins) and Q6_K's offset term, as the sums of 16 (bsums) or as the start
+// values of a sub-block's sum that undo the codes' offset of 32 (q6_start = -32 * bsums).
+template <class Act>
+void pack_x16_row(const float* x, void* dst, int64_t n_in) {
+  Act* a = static_cast<Act*>(dst);
+  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
+    BlockQ8_K q;
+    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
+    std::memcpy(a[b].qs, q.qs, kQK_K);
+    if constexpr (requires { a[b].bsums; }) {
+      std::memcpy(a[b].bsums, q.bsums, sizeof(a[b].bsums));
+    } else {
+      for (int s = 0; s < 16; ++s) a[b].q6_start[s] = -32 * q.bsums[s];
+    }
+    for (int c = 0; c < 8; ++c)
+      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
+    a[b].d = q.d;
+  }
 }
 
 // Q8_0 activations: blocks of 32 quantized as the reference does, two to an Act (quants and
@@ -121,11 +141,14 @@ constexpr bool kX16IsAvx2 = kX16Isa == Isa::kAvx2;
 
 constexpr MatmulKernel kKernels[] = {
     {GgmlType::Q4_K, kX16Isa, kX16IsAvx2 ? "q4_K_x16_avx2" : "q4_K_x16_avx512",
-     x16_packed_row_bytes<ActX16, kQK_K>, pack_row, gemm_x16<BlockQ4KX16, ActX16, kQK_K>, true},
+     x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
+     gemm_x16<BlockQ4KX16, ActX16, kQK_K>, true},
     {GgmlType::Q5_K, kX16Isa, kX16IsAvx2 ? "q5_K_x16_avx2" : "q5_K_x16_avx512",
-     x16_packed_row_bytes<ActX16, kQK_K>, pack_row, gemm_x16<BlockQ5KX16, ActX16, kQK_K>, true},
+     x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
+     gemm_x16<BlockQ5KX16, ActX16, kQK_K>, true},
     {GgmlType::Q6_K, kX16Isa, kX16IsAvx2 ? "q6_K_x16_avx2" : "q6_K_x16_avx512",
-     x16_packed_row_bytes<ActX16, kQK_K>, pack_row, gemm_x16<BlockQ6KX16, ActX16, kQK_K>, true},
+     x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
+     gemm_x16<BlockQ6KX16, ActX16, kQK_K>, true},
     {GgmlType::Q8_0, kX16Isa, kX16IsAvx2 ? "q8_0_x16_avx2" : "q8_0_x16_avx512",
      x16_packed_row_bytes<ActX16Q80, 64>, pack_q8_0_pairs<ActX16Q80>,
      gemm_x16<BlockQ80X16, ActX16Q80, 64, kQ80PairRows>, true},
