@@ -51,16 +51,14 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
                                           SoftmaxState* st, const BlockRows* next);
 #endif
 
+namespace {
+#include "kernels/ggml_exp.h"
+}  // namespace
+
 float exp_nonpositive(float x) {
   if (!(x >= -86.0f)) return 0.0f;
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                           std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-  const float j = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  float n;
+  const float j = exp_ggml_poly<ScalarOps>(x, &n);
   // n in [-125, 0]: 2^n is a normal float and j * 2^n is exact.
   const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;
