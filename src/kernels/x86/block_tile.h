@@ -7,8 +7,8 @@
 // Included only inside the anonymous namespace of the per-ISA translation units, after
 // x86/avx2_basics.h and x86/tile_driver.h (see x86/tile_driver.h for why).
 
-// Kernel K derives from BlockTiled<K, Act, Block, kBlockElems>, where Act is one block of a packed
-// activation row with
+// Kernel K derives from BlockTiled<K, Act, Block, kBlockElems, kR> (kR activation rows a tile),
+// where Act is one block of a packed activation row with
 //   static void pack(const float* x, Act* a);  // quantizes the kBlockElems values at x into a
 // and Block one weight block of kBlockElems elements, and provides
 //   template <int R>
@@ -21,11 +21,19 @@
 // tile is never inlined into gemm_tiled: inlined there, GCC kept fewer accumulators in registers
 // (more spills in the generated code of the 4-row tiles than when each tile is its own function,
 // as it was before this header).
-template <class K, class ActT, class BlockT, int kElems>
+template <class K, class ActT, class BlockT, int kElems, int kRows>
 struct BlockTiled {
   using Act = ActT;
   using Block = BlockT;
   static constexpr int kBlockElems = kElems;
+  static constexpr int kW = 1, kR = kRows;  // one weight row a tile (x86/tile_driver.h)
+  // The argument types of K::block.
+  template <int R>
+  using Rows = const Act* const (&)[R];
+  template <int R>
+  using Acc = __m256 (&)[R];
+  template <int R>
+  using Acc2 = __m128 (&)[R];
 
   static int64_t packed_row_bytes(int64_t n_in) {
     return round_up_64(n_in / kElems * static_cast<int64_t>(sizeof(Act)));

@@ -64,3 +64,9 @@ struct alignas(kAlign) ActSums32 {
       a->sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
   }
 };
+
+// The sizes the kernels' packed rows are made of (padding to kAlign included).
+static_assert(sizeof(ActSums32<32, false>) == 288 && sizeof(ActSums32<64, true>) == 320);
+static_assert(sizeof(ActPairSums<32, 32>) == 544 && sizeof(ActPairSums<64, 32>) == 576);
+static_assert(sizeof(ActPairSums<32, 4>) == 544 && sizeof(ActPairSums<64, 4>) == 576);
+static_assert(sizeof(ActBsums<32>) == 320 && sizeof(ActBsums<64>) == 320);

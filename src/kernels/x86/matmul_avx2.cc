@@ -14,44 +14,31 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/block_tile.h"
 #include "kernels/x86/k4_scales.h"
 #include "kernels/x86/kquant_act.h"
 #include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/scale_shuffles.h"
 #include "kernels/x86/tile_driver.h"
 
 // pshufb masks making 16-bit lanes of scale byte k (k < 8) of a decode_k4_header vector.
-struct Scale16Shuffle {
-  alignas(32) uint8_t m[8][32];
-};
-constexpr Scale16Shuffle make_scale16_shuffle() {
-  Scale16Shuffle t{};
-  for (int k = 0; k < 8; ++k) {
-    for (int i = 0; i < 16; ++i) {
-      t.m[k][2 * i] = static_cast<uint8_t>(k);
-      t.m[k][2 * i + 1] = 0x80;
-    }
-  }
-  return t;
-}
-constexpr Scale16Shuffle kScale16Shuffle = make_scale16_shuffle();
+constexpr auto kScale16Shuffle =
+    make_byte_table<8, 32>([](int k, int j) { return j % 2 == 1 ? 0x80 : k; });
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row: the Q8_K quants in element order, their scale and
 // the sums of pairs of bsums (the 8 sub-blocks of 32) that the min term needs.
 using ActQ4K = ActSums32<32, false>;
-static_assert(sizeof(ActQ4K) == 288);
 
-struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K> {
-  static constexpr int kW = 1, kR = 4;
-
+struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 4> {
   // Reference (dot_q4_K): acc[l] += d * sum_j (sc[2j] * lanes of the low nibbles of chunk j +
   // sc[2j+1] * lanes of its high nibbles); accm[p] += -dx * dmin * (m . sums)[p] over 4 lanes.
   template <int R>
-  static void block(int64_t, const BlockQ4_K* wb, const ActQ4K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&accm)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R> accm) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const K4Header hdr = decode_k4_header(wb);
     const __m256i scm2 = _mm256_broadcastsi128_si256(hdr.scales_mins);
@@ -90,28 +77,12 @@ struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K> {
 // One super-block of a packed activation row: the Q8_K quants and scale, and for each chunk of 32
 // the 16 sums 32 * (q[2i] + q[2i+1]) that turn the products with q6 into products with q6 - 32.
 using ActQ6K = ActPairSums<32, 32>;
-static_assert(sizeof(ActQ6K) == 544);
 
-// Byte shuffles taking scales[2c] to bytes 0..7 and scales[2c + 1] to bytes 8..15.
-alignas(16) constexpr uint8_t kScalePairShuffle[8][16] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
-    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
-    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
-    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
-};
-
-struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K> {
-  static constexpr int kW = 1, kR = 4;
-
+struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 4> {
   // Reference (dot_q6_K): chunk c = 4h + k holds elements 128h + 32k + e; lane l adds
   // scales[2c + l / 4] * (4 products of (q - 32) and x); acc[l] += d * lane.
   template <int R>
-  static void block(int64_t, const BlockQ6_K* wb, const ActQ6K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m30 = _mm256_set1_epi8(0x30);
     const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales));
@@ -136,8 +107,7 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K> {
 #pragma GCC unroll 8
       for (int k = 0; k < 4; ++k) {
         const int c = 4 * h + k;
-        const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
-            scales, _mm_load_si128(reinterpret_cast<const __m128i*>(kScalePairShuffle[c]))));
+        const __m256i sc = chunk_scales(scales, c);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m256i xq =
@@ -216,11 +186,9 @@ struct Q80 {
   }
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q4K>(GgmlType::Q4_K, Isa::kAvx2, "q4_K_avx2"),
-    make_kernel<Q6K>(GgmlType::Q6_K, Isa::kAvx2, "q6_K_avx2"),
-    make_kernel<Q80>(GgmlType::Q8_0, Isa::kAvx2, "q8_0_avx2"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx2"),
+                                     make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx2"),
+                                     make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx2")};
 
 }  // namespace
 

@@ -28,16 +28,14 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/avx512_basics.h"
 #include "kernels/x86/block_tile.h"
 #include "kernels/x86/k4_scales.h"
 #include "kernels/x86/kquant_act.h"
 #include "kernels/x86/tile_driver.h"
-
-// Lane l of the result = lane l + lane l + 8 of v (exact integers).
-__m256i fold_halves(__m512i v) {
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
@@ -46,33 +44,18 @@ __m256i fold_halves(__m512i v) {
 // 128g + 64 + [0, 32), their high nibbles 128g + 32 + [0, 32) and 128g + 96 + [0, 32), and that
 // is the order of qs here: lo(g) = qs[128g, +64), hi(g) = qs[128g + 64, +64).
 using ActQ4K = ActSums32<64, true>;
-static_assert(sizeof(ActQ4K) == 320);
 
 // pshufb masks (per 128-bit lane, on the decode_k4_header vector broadcast to all four) giving
 // lo(g) / hi(g) their scales as 16-bit lanes: the lower 256 bits (chunk 2g) and the upper 256
 // bits (chunk 2g + 1) of vector v = 2g + (0 for lo, 1 for hi) use scales 4g + v % 2 and
 // 4g + 2 + v % 2.
-struct Q4KScaleShuffle {
-  alignas(64) uint8_t m[4][64];
-};
-constexpr Q4KScaleShuffle make_q4k_scale_shuffle() {
-  Q4KScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) {  // 16-bit lane i: lanes 0..15 chunk 2g, 16..31 chunk 2g + 1
-      t.m[v][2 * i] = static_cast<uint8_t>(4 * (v / 2) + v % 2 + (i < 16 ? 0 : 2));
-      t.m[v][2 * i + 1] = 0x80;
-    }
-  }
-  return t;
-}
-constexpr Q4KScaleShuffle kQ4KScaleShuffle = make_q4k_scale_shuffle();
+// (16-bit lane i: lanes 0..15 chunk 2g, 16..31 chunk 2g + 1.)
+constexpr auto kQ4KScaleShuffle = make_byte_table<4, 64>(
+    [](int v, int j) { return j % 2 == 1 ? 0x80 : 4 * (v / 2) + v % 2 + (j / 2 < 16 ? 0 : 2); });
 
-struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K> {
-  static constexpr int kW = 1, kR = 6;
-
+struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 6> {
   template <int R>
-  static void block(int64_t, const BlockQ4_K* wb, const ActQ4K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&accm)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R> accm) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const K4Header hdr = decode_k4_header(wb);
     const __m128i scm = hdr.scales_mins;
@@ -110,31 +93,13 @@ struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K> {
 // One super-block of a packed activation row: the Q8_K quants, and for each pair of quants
 // 32 * their sum, which turns maddubs with the unsigned codes q into products with q - 32.
 using ActQ6K = ActPairSums<64, 32>;
-static_assert(sizeof(ActQ6K) == 576);
 
-// pshufb masks (on the 16 scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes of
-// vector v (elements 64v + [0, 64), two per lane) their sub-block's scale, 4v + lane / 8.
-struct Q6KScaleShuffle {
-  alignas(32) uint8_t m[4][32];
-};
-constexpr Q6KScaleShuffle make_q6k_scale_shuffle() {
-  Q6KScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) t.m[v][i] = static_cast<uint8_t>(4 * v + i / 8);
-  }
-  return t;
-}
-constexpr Q6KScaleShuffle kQ6KScaleShuffle = make_q6k_scale_shuffle();
-
-struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K> {
-  static constexpr int kW = 1, kR = 6;
-
+struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 6> {
   // Vector v = 2h + k2 holds elements 64v + [0, 64): for h = v / 2 the low nibbles of ql[64h, +64)
   // (k2 = 0, elements 128h + [0, 64)) or the high ones (k2 = 1), with top bits from qh[32h, +32):
   // bits 0-1 | 2-3 for k2 = 0 and bits 4-5 | 6-7 for k2 = 1 (lower | upper 32 bytes).
   template <int R>
-  static void block(int64_t, const BlockQ6_K* wb, const ActQ6K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i m30 = _mm512_set1_epi8(0x30);
     const __m256i scales =
@@ -153,8 +118,7 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K> {
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 4; ++v) {
-      s[v] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(
-          scales, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScaleShuffle.m[v]))));
+      s[v] = vector_scales(scales, v);
     }
     const float wd = half_to_float(wb->d);
 #pragma GCC unroll 8
@@ -261,9 +225,8 @@ struct Q80 {
       __m512 wd[P];
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
-        const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-        const BlockQ8_0* w0 = reinterpret_cast<const BlockQ8_0*>(w + 2 * p * w_row_bytes) + b;
-        const BlockQ8_0* w1 = reinterpret_cast<const BlockQ8_0*>(w + i1 * w_row_bytes) + b;
+        const BlockQ8_0 *w0, *w1;
+        row_pair_blocks<BlockQ8_0, W>(w, w_row_bytes, p, b, &w0, &w1);
         const __m512i both = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0->qs))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1->qs)), 1);
@@ -382,12 +345,10 @@ struct F16 {
   }
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q4K>(GgmlType::Q4_K, Isa::kAvx512, "q4_K_avx512"),
-    make_kernel<Q6K>(GgmlType::Q6_K, Isa::kAvx512, "q6_K_avx512"),
-    make_kernel<Q80>(GgmlType::Q8_0, Isa::kAvx512, "q8_0_avx512"),
-    make_kernel<F16>(GgmlType::F16, Isa::kAvx512, "f16_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx512"),
+                                     make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx512"),
+                                     make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx512"),
+                                     make_kernel<F16>(GgmlType::F16, "f16_avx512")};
 
 }  // namespace
 

@@ -20,6 +20,8 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -168,8 +170,7 @@ struct Bf16Avx2 {
   static constexpr int kGemvW = 3;
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Bf16Avx2>(GgmlType::BF16, Isa::kAvx2, "bf16_avx2")};
+constexpr MatmulKernel kKernels[] = {make_kernel<Bf16Avx2>(GgmlType::BF16, "bf16_avx2")};
 
 }  // namespace
 

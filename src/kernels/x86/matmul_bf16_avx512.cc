@@ -23,6 +23,8 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -130,8 +132,7 @@ struct Bf16 {
   static constexpr int kGemvW = 4;
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Bf16>(GgmlType::BF16, Isa::kAvx512, "bf16_avx512bf16")};
+constexpr MatmulKernel kKernels[] = {make_kernel<Bf16>(GgmlType::BF16, "bf16_avx512bf16")};
 
 }  // namespace
 

@@ -23,17 +23,15 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/block_tile.h"
 #include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/tile_driver.h"
 
 // The four bytes at p in every 32-bit lane.
-__m256i broadcast32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+__m256i broadcast32(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 // The 32 quants of a 4-bit block in element order: low nibbles (elements 0..15), then high ones.
 __m256i unpack_nibbles(const uint8_t* qs) {
@@ -45,11 +43,10 @@ __m256i unpack_nibbles(const uint8_t* qs) {
 
 // 0x10 in byte j where bit j of the little-endian qh is set (bit 4 of the Q5 quant j).
 __m256i unpack_high_bits(const uint8_t* qh) {
-  int32_t bits;
-  std::memcpy(&bits, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
-                                                2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i select = _mm256_set1_epi64x(0x8040201008040201);
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -171,9 +168,7 @@ static_assert(sizeof(ActQ81) == 40);
 // Reference (dot_q4_1 / dot_q5_1): lane l = the 4 products at 4l..4l+3 of the unsigned quants;
 // acc[l] = fma(dw * dx, lane, acc[l]); summs = fma(m, s, summs); result hsum8(acc) + summs.
 template <class Block, bool kFive>
-struct Q81Family : BlockTiled<Q81Family<Block, kFive>, ActQ81, Block, kQK> {
-  static constexpr int kW = 1, kR = 8;
-
+struct Q81Family : BlockTiled<Q81Family<Block, kFive>, ActQ81, Block, kQK, 8> {
   template <int R>
   static void block(int64_t b, const Block* wb, const ActQ81* const (&xa)[R], __m256 (&acc)[R],
                     __m128 (&summs)[R]) {
@@ -218,12 +213,9 @@ static_assert(sizeof(ActQ50) == 68);
 
 // Reference (dot_q5_0): lane l = the 4 products at 4l..4l+3 of (q - 16) and x;
 // acc[l] = fma(dw * dx, lane, acc[l]); result hsum8(acc).
-struct Q50 : BlockTiled<Q50, ActQ50, BlockQ5_0, kQK> {
-  static constexpr int kW = 1, kR = 8;
-
+struct Q50 : BlockTiled<Q50, ActQ50, BlockQ5_0, kQK, 8> {
   template <int R>
-  static void block(int64_t b, const BlockQ5_0* wb, const ActQ50* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t b, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i ones = _mm256_set1_epi16(1);
     if ((b & 1) == 0) prefetch_ahead(wb + kPrefetchBlocks);
     const __m256i q = _mm256_or_si256(unpack_nibbles(wb->qs), unpack_high_bits(wb->qh));
@@ -242,11 +234,8 @@ struct Q50 : BlockTiled<Q50, ActQ50, BlockQ5_0, kQK> {
 };
 
 constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q40>(GgmlType::Q4_0, Isa::kAvx2, "q4_0_avx2"),
-    make_kernel<Q41>(GgmlType::Q4_1, Isa::kAvx2, "q4_1_avx2"),
-    make_kernel<Q50>(GgmlType::Q5_0, Isa::kAvx2, "q5_0_avx2"),
-    make_kernel<Q51>(GgmlType::Q5_1, Isa::kAvx2, "q5_1_avx2"),
-};
+    make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx2"), make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx2"),
+    make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx2"), make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx2")};
 
 }  // namespace
 

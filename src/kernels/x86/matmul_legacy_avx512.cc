@@ -29,15 +29,12 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/avx512_basics.h"
 #include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/tile_driver.h"
-
-int32_t load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // --- Q4_0 ------------------------------------------------------------------------------------
 
@@ -107,8 +104,8 @@ struct Q40 : Q40ActRow<-8> {
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const int8_t* xb = xq[r] + b * kQK;
-          sum[r] = _mm512_dpbusd_epi32(sum[r], lo, _mm512_set1_epi32(load32(xb + 4 * k)));
-          sum[r] = _mm512_dpbusd_epi32(sum[r], hi, _mm512_set1_epi32(load32(xb + 16 + 4 * k)));
+          sum[r] = _mm512_dpbusd_epi32(sum[r], lo, _mm512_set1_epi32(load_i32(xb + 4 * k)));
+          sum[r] = _mm512_dpbusd_epi32(sum[r], hi, _mm512_set1_epi32(load_i32(xb + 16 + 4 * k)));
         }
       }
 #pragma GCC unroll 8
@@ -142,7 +139,7 @@ __m256i block_quants(const Block* b) {
       _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
                        _mm256_set1_epi8(0x0F));
   if constexpr (kFive) {
-    v = _mm256_mask_add_epi8(v, static_cast<__mmask32>(load32(b->qh)), v, _mm256_set1_epi8(0x10));
+    v = _mm256_mask_add_epi8(v, static_cast<__mmask32>(load_i32(b->qh)), v, _mm256_set1_epi8(0x10));
   }
   return v;
 }
@@ -157,8 +154,8 @@ __m512i block_quants_pair(const Block* b0, const Block* b1) {
   __m512i v =
       _mm512_and_si512(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(0x0F));
   if constexpr (kFive) {
-    const uint64_t bits = static_cast<uint32_t>(load32(b0->qh)) |
-                          static_cast<uint64_t>(static_cast<uint32_t>(load32(b1->qh))) << 32;
+    const uint64_t bits = static_cast<uint32_t>(load_i32(b0->qh)) |
+                          static_cast<uint64_t>(static_cast<uint32_t>(load_i32(b1->qh))) << 32;
     v = _mm512_mask_add_epi8(v, static_cast<__mmask64>(bits), v, _mm512_set1_epi8(0x10));
   }
   return v;
@@ -276,9 +273,8 @@ struct LegacyFamily {
       __m512 wd[P];
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
-        const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-        const Block* w0 = reinterpret_cast<const Block*>(w + 2 * p * w_row_bytes) + b;
-        const Block* w1 = reinterpret_cast<const Block*>(w + i1 * w_row_bytes) + b;
+        const Block *w0, *w1;
+        row_pair_blocks<Block, W>(w, w_row_bytes, p, b, &w0, &w1);
         wq[p] = block_quants_pair<Block, kFive>(w0, w1);
         wd[p] = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(w0->d)),
                                    _mm256_set1_ps(half_to_float(w1->d)), 1);
@@ -289,9 +285,8 @@ struct LegacyFamily {
         const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(s8), s8, 1);
 #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
-          const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-          const Block* w0 = reinterpret_cast<const Block*>(w + 2 * p * w_row_bytes) + b;
-          const Block* w1 = reinterpret_cast<const Block*>(w + i1 * w_row_bytes) + b;
+          const Block *w0, *w1;
+          row_pair_blocks<Block, W>(w, w_row_bytes, p, b, &w0, &w1);
           const __m512 m =
               _mm512_insertf32x8(_mm512_set1_ps(min_of(w0)), _mm256_set1_ps(min_of(w1)), 1);
           msum[p] = _mm512_fmadd_ps(m, s16, msum[p]);
@@ -332,12 +327,10 @@ using Q41 = LegacyFamily<BlockQ4_1, false, true>;
 using Q50 = LegacyFamily<BlockQ5_0, true, false>;
 using Q51 = LegacyFamily<BlockQ5_1, true, true>;
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q40>(GgmlType::Q4_0, Isa::kAvx512, "q4_0_avx512"),
-    make_kernel<Q41>(GgmlType::Q4_1, Isa::kAvx512, "q4_1_avx512"),
-    make_kernel<Q50>(GgmlType::Q5_0, Isa::kAvx512, "q5_0_avx512"),
-    make_kernel<Q51>(GgmlType::Q5_1, Isa::kAvx512, "q5_1_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx512"),
+                                     make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx512"),
+                                     make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx512"),
+                                     make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx512")};
 
 }  // namespace
 

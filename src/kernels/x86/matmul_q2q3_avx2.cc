@@ -18,46 +18,25 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/block_tile.h"
 #include "kernels/x86/kquant_act.h"
 #include "kernels/x86/q2q3_blocks.h"
+#include "kernels/x86/scale_shuffles.h"
 #include "kernels/x86/tile_driver.h"
-
-// Byte shuffles taking scale 2c to bytes 0..7 and scale 2c + 1 to bytes 8..15: chunk c of 32
-// elements (elements 128h + 32k + e with c = 4h + k) has sub-blocks 2c (e < 16) and 2c + 1.
-struct ScalePairShuffle {
-  alignas(16) uint8_t m[8][16];
-};
-constexpr ScalePairShuffle make_scale_pair_shuffle() {
-  ScalePairShuffle t{};
-  for (int c = 0; c < 8; ++c) {
-    for (int i = 0; i < 16; ++i) t.m[c][i] = static_cast<uint8_t>(2 * c + i / 8);
-  }
-  return t;
-}
-constexpr ScalePairShuffle kScalePair = make_scale_pair_shuffle();
-
-// The 16-bit scales of chunk c from 16 byte scales.
-__m256i chunk_scales(__m128i scales, int c) {
-  return _mm256_cvtepi8_epi16(
-      _mm_shuffle_epi8(scales, _mm_load_si128(reinterpret_cast<const __m128i*>(kScalePair.m[c]))));
-}
 
 // --- Q2_K ------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row.
 using ActQ2K = ActBsums<32>;
-static_assert(sizeof(ActQ2K) == 320);
 
-struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K> {
-  static constexpr int kW = 1, kR = 4;
-
+struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 4> {
   // Reference (dot_q2_K): acc[l] += (-dx * dmin) * (mins . bsums)[l], then acc[l] += (dx * d) *
   // lane l, lane l = sum over the 8 chunks of scale * (the 4 products at 4l..4l+3).
   template <int R>
-  static void block(int64_t, const BlockQ2_K* wb, const ActQ2K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     prefetch_block(wb + kPrefetchBlocks);
@@ -95,7 +74,6 @@ struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K> {
 // One super-block of a packed activation row: the Q8_K quants and scale, and for each pair of
 // quants 4 * their sum.
 using ActQ3K = ActPairSums<32, 4>;
-static_assert(sizeof(ActQ3K) == 544);
 
 // 4 in byte e where bit c of hmask[e] is set (bit 2 of the quant of element 32c + e).
 __m256i q3_high_bits(__m256i hmask, int c) {
@@ -103,14 +81,11 @@ __m256i q3_high_bits(__m256i hmask, int c) {
   return _mm256_and_si256(moved, _mm256_set1_epi8(4));
 }
 
-struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K> {
-  static constexpr int kW = 1, kR = 4;
-
+struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 4> {
   // Reference (dot_q3_K): lane l = sum over the 8 chunks of scale * (the 4 products of q - 4 and
   // x at 4l..4l+3); acc[l] += (dx * d) * lane l.
   template <int R>
-  static void block(int64_t, const BlockQ3_K* wb, const ActQ3K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i m3 = _mm256_set1_epi8(3);
     prefetch_block(wb + kPrefetchBlocks);
     const __m128i scales = q3_scales(wb->scales);
@@ -143,10 +118,8 @@ struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K> {
   static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q2K>(GgmlType::Q2_K, Isa::kAvx2, "q2_K_avx2"),
-    make_kernel<Q3K>(GgmlType::Q3_K, Isa::kAvx2, "q3_K_avx2"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx2"),
+                                     make_kernel<Q3K>(GgmlType::Q3_K, "q3_K_avx2")};
 
 }  // namespace
 

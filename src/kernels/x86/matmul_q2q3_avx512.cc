@@ -21,36 +21,14 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/avx512_basics.h"
 #include "kernels/x86/block_tile.h"
 #include "kernels/x86/kquant_act.h"
 #include "kernels/x86/q2q3_blocks.h"
 #include "kernels/x86/tile_driver.h"
-
-// Lane l of the result = lane l + lane l + 8 of v (exact integers).
-__m256i fold_halves(__m512i v) {
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-// pshufb masks (on the 16 byte scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes
-// of vector v (elements 64v + [0, 64): chunks 2v and 2v + 1, two elements per lane) their
-// sub-block's scale, 4v + lane / 8.
-struct ScaleShuffle {
-  alignas(32) uint8_t m[4][32];
-};
-constexpr ScaleShuffle make_scale_shuffle() {
-  ScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) t.m[v][i] = static_cast<uint8_t>(4 * v + i / 8);
-  }
-  return t;
-}
-constexpr ScaleShuffle kScaleShuffle = make_scale_shuffle();
-
-__m512i vector_scales(__m256i scales2, int v) {
-  return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(
-      scales2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleShuffle.m[v]))));
-}
 
 // The 2-bit codes of vector v = 2h + j (chunks c = 2v and 2v + 1, i.e. k = 2j and 2j + 1 of
 // half h): bits 2k..2k+1 of qs[32h + e], the lower 256 bits for k = 2j, the upper ones 2j + 1.
@@ -66,16 +44,12 @@ __m512i two_bit_codes(const uint8_t* qs, int v) {
 
 // One super-block of a packed activation row.
 using ActQ2K = ActBsums<64>;
-static_assert(sizeof(ActQ2K) == 320);
 
-struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K> {
-  static constexpr int kW = 1, kR = 6;
-
+struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 6> {
   // Reference (dot_q2_K): acc[l] += (-dx * dmin) * (mins . bsums)[l], then acc[l] += (dx * d) *
   // lane l, lane l = sum over the 8 chunks of scale * (the 4 products at 4l..4l+3).
   template <int R>
-  static void block(int64_t, const BlockQ2_K* wb, const ActQ2K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
     prefetch_block(wb + kPrefetchBlocks);
     const __m128i raw = load128(wb->scales);
@@ -110,17 +84,13 @@ struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K> {
 // quants 4 * their sum, which turns maddubs with the unsigned codes q (0..7) into products with
 // the weights q - 4.
 using ActQ3K = ActPairSums<64, 4>;
-static_assert(sizeof(ActQ3K) == 576);
 
-struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K> {
-  static constexpr int kW = 1, kR = 6;
-
+struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 6> {
   // Reference (dot_q3_K): lane l = sum over the 8 chunks of scale * (the 4 products of q - 4 and
   // x at 4l..4l+3); acc[l] += (dx * d) * lane l. Bit 2 of the code of element 32c + e is bit c
   // of hmask[e].
   template <int R>
-  static void block(int64_t, const BlockQ3_K* wb, const ActQ3K* const (&xa)[R], __m256 (&acc)[R],
-                    __m128 (&)[R]) {
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     prefetch_block(wb + kPrefetchBlocks);
     const __m256i scales2 = _mm256_broadcastsi128_si256(q3_scales(wb->scales));
     const __m512i hmask = _mm512_broadcast_i64x4(load256(wb->hmask));
@@ -153,10 +123,8 @@ struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K> {
   static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q2K>(GgmlType::Q2_K, Isa::kAvx512, "q2_K_avx512"),
-    make_kernel<Q3K>(GgmlType::Q3_K, Isa::kAvx512, "q3_K_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx512"),
+                                     make_kernel<Q3K>(GgmlType::Q3_K, "q3_K_avx512")};
 
 }  // namespace
 

@@ -27,6 +27,9 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -45,11 +48,7 @@ struct alignas(64) ActX16 {
 static_assert(sizeof(ActX16) == 320);
 
 // The 4 bytes at p as one 32-bit value in every lane.
-__m256i bcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+__m256i bcast4(const void* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 __m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
 __m128i load16(const void* p) { return _mm_load_si128(static_cast<const __m128i*>(p)); }
@@ -347,7 +346,6 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 
 // --- driver ------------------------------------------------------------------------------------
 
-constexpr Isa kX16Isa = Isa::kAvx2;
 // Activation rows per pass over a group's weights: R int32 sums and R int16 sub-block sums (or R
 // int32 block sums) of a half, plus the unpacked weights, fit the 16 ymm registers.
 constexpr int kRows = 4;

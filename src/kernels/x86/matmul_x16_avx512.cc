@@ -22,8 +22,16 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/q8_quantize_avx2.h"
 #include "kernels/x86/tile_driver.h"
+
+// The 4 activation bytes at x as one 32-bit value in every lane.
+__m512i bcast4(const int8_t* x) { return _mm512_set1_epi32(load_i32(x)); }
+
+__m512i load64(const void* p) { return _mm512_load_si512(p); }
 
 // One super-block of a packed activation row: the Q8_K quants and scale, -32 * each sum of 16
 // quants (the start value of a Q6_K sub-block, undoing its codes' offset of 32) and the sums of
@@ -35,15 +43,6 @@ struct alignas(64) ActX16 {
   float d;
 };
 static_assert(sizeof(ActX16) == 384);
-
-// The 4 activation bytes at x as one 32-bit value in every lane.
-__m512i bcast4(const int8_t* x) {
-  int32_t v;
-  std::memcpy(&v, x, 4);
-  return _mm512_set1_epi32(v);
-}
-
-__m512i load64(const void* p) { return _mm512_load_si512(p); }
 
 // Software prefetch distance for the weight stream, in bytes (measured: 2-8 KiB all help, the
 // hardware prefetcher alone streams ~25% slower from DRAM).
@@ -69,8 +68,7 @@ template <int R, int kPrefetchFirst, class Block, class Sums>
     const Block& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
     for (int i = 0; i < 5; ++i) prefetch(pf + kPrefetchFirst + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
+    __m512i t[R] = {};
     sums(wb, b, pf, t);
     if constexpr (kMins) {
       __m512i mins[4];
@@ -123,8 +121,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
         for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
-            __m512i s[R];
-            for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+            __m512i s[R] = {};
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
               const __m512i raw = load64(wb.qs[p][k]);
@@ -205,8 +202,7 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
       // Many rows (prompts): sub-block by sub-block, one vpdpbusd per lane and row, one vpmulld.
 #pragma GCC unroll 8
           for (int c = 0; c < 8; ++c) {
-            __m512i s[R];
-            for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+            __m512i s[R] = {};
 #pragma GCC unroll 8
             for (int l = 0; l < 8; ++l) {
               if (c < 5) prefetch(pf + 320 * l + 64 * c);
@@ -365,7 +361,6 @@ void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
 
 // --- driver ------------------------------------------------------------------------------------
 
-constexpr Isa kX16Isa = Isa::kAvx512;
 // Activation rows per pass over a group's weights (their unpacked vectors are reused this often).
 constexpr int kRows = 8;
 // Q8_0 groups in pairs (q8_0_group_pair), up to 6 activation rows a pass: twice the accumulators

@@ -14,7 +14,7 @@
 #pragma once
 
 // Expects <cstdint> and kernels/kernel_table.h to be included by the including file (outside the
-// namespace).
+// namespace), and the ISA of the file's kernels declared before it: constexpr Isa kIsa.
 
 // Kernel K provides
 //   static constexpr int kW, kR;  // tile sizes when n_rows > 1 (a single row uses W = 1)
@@ -145,7 +145,8 @@ void gemm_row_groups(const WeightView& w, const void* xp, int64_t n_rows, int64_
 // gemm_row_groups<K> if it has a kGroupRows, gemm_rows_gemv<K> if it has a kGemvW, else
 // gemm_rows<K>.
 template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, Isa isa, const char* name) {
+constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
+  constexpr Isa isa = kIsa;
   if constexpr (requires { &K::gemm; }) {
     return {type, isa, name, K::packed_row_bytes, K::pack_row, K::gemm};
   } else if constexpr (requires { K::kGroupRows; }) {

@@ -7,7 +7,7 @@
 //
 // Included at the end of the anonymous namespace of those translation units (see
 // x86/tile_driver.h for why nothing is shared inline), which define before it:
-//   constexpr Isa kX16Isa;        // the ISA of the table entries
+//   constexpr Isa kIsa;           // the ISA of the table entries
 //   constexpr int kRows;          // activation rows per pass over a group's weights
 //   constexpr int kQ80PairRows;   // > 0: Q8_0 groups go in pairs of up to this many rows
 //   struct ActX16, ActX16Q80;     // packed activation blocks (pack_x16_row, pack_q8_0_pairs)
@@ -77,6 +77,19 @@ void with_rows(int rr, const F& f) {
   }
 }
 
+// Passes of up to kMax activation rows (of nb blocks each, from x) over one group's weights:
+// f.template operator()<R>(rows, yr) with R the pass's rows and yr its outputs (from yg).
+template <int kMax, class Act, class F>
+void row_passes(const Act* x, int64_t nb, int64_t n_rows, float* yg, int64_t y_stride, const F& f) {
+  for (int64_t r = 0; r < n_rows; r += kMax) {
+    const Act* rows[kMax];
+    const int rr = static_cast<int>(n_rows - r < kMax ? n_rows - r : kMax);
+    for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
+    float* yr = yg + r * y_stride;
+    with_rows<kMax>(rr, [&]<int R>() { f.template operator()<R>(rows, yr); });
+  }
+}
+
 // The group kernel of weights in Block's layout, for R activation rows. Never inlined into
 // gemm_x16 (the group kernel is inlined here instead): one function per kernel and R, as GCC laid
 // the kernels out before this header, with their registers to themselves.
@@ -116,40 +129,34 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
   if constexpr (kPairRows > 0) {
     for (; g + 2 <= g_end; g += 2) {
       const Block* wg = blocks + g * nb;
-      for (int64_t r = 0; r < n_rows; r += kPairRows) {
-        const Act* rows[kPairRows];
-        const int rr = static_cast<int>(n_rows - r < kPairRows ? n_rows - r : kPairRows);
-        for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-        float* yr = y + g * kX16Rows + r * y_stride;
-        with_rows<kPairRows>(rr, [&]<int R>() { run_group_pair<R>(wg, nb, rows, yr, y_stride); });
-      }
+      row_passes<kPairRows>(x, nb, n_rows, y + g * kX16Rows, y_stride,
+                            [&]<int R>(const Act* const* rows, float* yr) {
+                              run_group_pair<R>(wg, nb, rows, yr, y_stride);
+                            });
     }
   }
   for (; g < g_end; ++g) {
     const Block* wg = blocks + g * nb;
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-      const Act* rows[kRows];
-      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = y + g * kX16Rows + r * y_stride;
-      with_rows<kRows>(rr, [&]<int R>() { run_group<R>(wg, nb, rows, yr, y_stride); });
-    }
+    row_passes<kRows>(x, nb, n_rows, y + g * kX16Rows, y_stride,
+                      [&]<int R>(const Act* const* rows, float* yr) {
+                        run_group<R>(wg, nb, rows, yr, y_stride);
+                      });
   }
 }
 
-constexpr bool kX16IsAvx2 = kX16Isa == Isa::kAvx2;
+constexpr bool kX16IsAvx2 = kIsa == Isa::kAvx2;
 
 constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, kX16Isa, kX16IsAvx2 ? "q4_K_x16_avx2" : "q4_K_x16_avx512",
+    {GgmlType::Q4_K, kIsa, kX16IsAvx2 ? "q4_K_x16_avx2" : "q4_K_x16_avx512",
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ4KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q5_K, kX16Isa, kX16IsAvx2 ? "q5_K_x16_avx2" : "q5_K_x16_avx512",
+    {GgmlType::Q5_K, kIsa, kX16IsAvx2 ? "q5_K_x16_avx2" : "q5_K_x16_avx512",
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ5KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q6_K, kX16Isa, kX16IsAvx2 ? "q6_K_x16_avx2" : "q6_K_x16_avx512",
+    {GgmlType::Q6_K, kIsa, kX16IsAvx2 ? "q6_K_x16_avx2" : "q6_K_x16_avx512",
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ6KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q8_0, kX16Isa, kX16IsAvx2 ? "q8_0_x16_avx2" : "q8_0_x16_avx512",
+    {GgmlType::Q8_0, kIsa, kX16IsAvx2 ? "q8_0_x16_avx2" : "q8_0_x16_avx512",
      x16_packed_row_bytes<ActX16Q80, 64>, pack_q8_0_pairs<ActX16Q80>,
      gemm_x16<BlockQ80X16, ActX16Q80, 64, kQ80PairRows>, true},
 };
