@@ -33,14 +33,6 @@ float bits_to_float(uint32_t u) {
 
 float bf16_value(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
 
-// fp32_to_bf16 of quant/half.h: round to nearest even on the 16 dropped bits, NaN made quiet.
-uint16_t bf16_round(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
 // DAZ of one bf16: a subnormal reads as a zero of its sign.
 float bf16_value_daz(uint16_t h) {
   return bf16_value((h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h);

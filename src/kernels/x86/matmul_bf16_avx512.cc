@@ -28,14 +28,6 @@ constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
 
-// fp32_to_bf16 of quant/half.h: round to nearest even on the 16 dropped bits, NaN made quiet.
-uint16_t bf16_round(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
 // The same on 16 lanes.
 __m256i bf16_round16(__m512 f) {
   const __m512i x = _mm512_castps_si512(f);

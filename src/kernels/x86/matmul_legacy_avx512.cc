@@ -201,16 +201,8 @@ struct LegacyFamily {
   static void tile_rows(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
                         int64_t x_row_bytes, float* y, int64_t y_stride) {
     const int64_t nb = n_in / kQK;
-    __m256 acc[W][R];
-    __m128 summs[W][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_setzero_ps();
-        summs[i][r] = _mm_setzero_ps();
-      }
-    }
+    __m256 acc[W][R] = {};
+    __m128 summs[W][R] = {};
     for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {

@@ -5,9 +5,12 @@
 // into their start values. Included only inside the anonymous namespace of those translation units
 // (compiled with at least -mavx2 -mfma -mf16c; see x86/tile_driver.h for why nothing is shared
 // inline across ISAs). Also what both ISAs' Q4_0 kernels share: the packed row, the group's row
-// offsets and the prefetch distance. Depends on x86/avx2_basics.h (round_up_64), included before,
+// offsets and the prefetch distance. Depends on x86/q8_quantize_avx2.h (the quants, as Q8_0 has
+// them) and x86/avx2_basics.h (round_up_64), included before,
 // and on quant/blocks.h and <cstring>, included by the including file (outside the namespace).
 #pragma once
+
+#include "kernels/x86/q8_quantize_avx2.h"
 
 // Expects <immintrin.h> and <cstdint> to be included by the including file (outside the namespace).
 
@@ -20,25 +23,9 @@ struct LegacyActBlock {
 };
 
 inline void quantize_legacy_block_avx2(const float* x, LegacyActBlock* out) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  __m256 v[4];
-  __m256 vmax = _mm256_setzero_ps();
-  for (int k = 0; k < 4; ++k) {
-    v[k] = _mm256_loadu_ps(x + 8 * k);
-    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign_mask, v[k]));
-  }
-  __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(vmax, 1), _mm256_castps256_ps128(vmax));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  const float amax = _mm_cvtss_f32(m4);
-  const float d = amax / 127.0f;
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  float d;
+  const __m256i q8 = q8_0_quants_avx2(x, &d);
   out->d = _cvtsh_ss(static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT)));
-  const __m256 vid = _mm256_set1_ps(id);
-  __m256i q[4];
-  for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
-  __m256i q8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-  q8 = _mm256_permutevar8x32_epi32(q8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->qs), q8);
   const __m256i groups =
       _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
