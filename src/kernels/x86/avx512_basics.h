@@ -30,3 +30,26 @@ void row_pair_blocks(const uint8_t* w, int64_t w_row_bytes, int p, int64_t b, co
   *w0 = reinterpret_cast<const Block*>(w + 2 * p * w_row_bytes) + b;
   *w1 = reinterpret_cast<const Block*>(w + i1 * w_row_bytes) + b;
 }
+
+// The integer and float steps of a K-quant super-block on AVX-512 (Q2_K, Q3_K, Q4_K, Q6_K), once
+// its 4 vectors of codes q[v] (elements 64v + [0, 64)) and their 16-bit scales s[v] are unpacked:
+// per activation row, vpmaddubsw makes 16-bit sums of 2 products (minus Act's offs where the codes
+// carry an offset, kOffs), vpdpwssd adds scale * 2 of those into each 32-bit lane, the two halves
+// are folded, and acc[r] += (dx * dw) * lanes: the reference's one fused multiply-add per lane.
+template <int R, bool kOffs, class Act>
+void add_super_block(const __m512i (&q)[4], const __m512i (&s)[4], float wd,
+                     const Act* const (&xa)[R], __m256 (&acc)[R]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
+      __m512i p = _mm512_maddubs_epi16(q[v], xq);
+      if constexpr (kOffs) p = _mm512_sub_epi16(p, _mm512_loadu_si512(xa[r]->offs + 32 * v));
+      sum = _mm512_dpwssd_epi32(sum, p, s[v]);
+    }
+    const float d = xa[r]->d * wd;
+    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[r]);
+  }
+}

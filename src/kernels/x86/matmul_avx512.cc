@@ -71,18 +71,8 @@ struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 6> {
 #pragma GCC unroll 8
     for (int v = 0; v < 4; ++v)
       s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle.m[v]));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127); dpwssd: scale * 2 of those.
-      __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int v = 0; v < 4; ++v) {
-        const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-        sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
-      }
-      const float d = xa[r]->d * wd;
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[r]);
-    }
+    // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127).
+    add_super_block<R, false>(q, s, wd, xa, acc);
   }
 
   static float finish(__m256 acc, __m128 accm) { return hsum8(acc) + hsum4(accm); }
@@ -121,20 +111,8 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 6> {
       s[v] = vector_scales(scales, v);
     }
     const float wd = half_to_float(wb->d);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x');
-      // dpwssd: scale * 2 of those into each 32-bit lane.
-      __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int v = 0; v < 4; ++v) {
-        const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-        const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
-        sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off), s[v]);
-      }
-      const float d = xa[r]->d * wd;
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[r]);
-    }
+    // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x').
+    add_super_block<R, true>(q, s, wd, xa, acc);
   }
 
   static float finish(__m256 acc, __m128) { return hsum8(acc); }

@@ -62,17 +62,8 @@ struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 6> {
       q[v] = two_bit_codes(wb->qs, v);
       s[v] = vector_scales(scales2, v);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) {
-        const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-        sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
-      }
-      const float d = xa[r]->d * wd;
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[r]);
-    }
+    // maddubs: 16-bit sums of 2 products (<= 2 * 3 * 128).
+    add_super_block<R, false>(q, s, wd, xa, acc);
   }
 
   static float finish(__m256 acc, __m128) { return hsum8(acc); }
@@ -104,20 +95,8 @@ struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 6> {
       q[v] = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(hmask, bit), low, _mm512_set1_epi8(4));
       s[v] = vector_scales(scales2, v);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      // maddubs: 16-bit sums of 2 products q * x (<= 2 * 7 * 128), minus 4 * (x + x');
-      // dpwssd: scale * 2 of those into each 32-bit lane.
-      __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) {
-        const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-        const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
-        sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off), s[v]);
-      }
-      const float d = xa[r]->d * half_to_float(wb->d);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[r]);
-    }
+    // maddubs: 16-bit sums of 2 products q * x (<= 2 * 7 * 128), minus 4 * (x + x').
+    add_super_block<R, true>(q, s, half_to_float(wb->d), xa, acc);
   }
 
   static float finish(__m256 acc, __m128) { return hsum8(acc); }
