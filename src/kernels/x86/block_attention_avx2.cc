@@ -2,6 +2,10 @@
 // reference and the AVX-512 version: each 16-lane accumulator of the order is a pair of 8-lane
 // registers (lanes 0-7, lanes 8-15), whose sum is the tree's first step; a transposing tree of
 // shuffles and adds does the rest for 8 positions at once.
+// It keeps its own file rather than sharing the AVX-512 one's code through x86/vec_traits.h:
+// the 16 lanes of each accumulator live in two registers here, so the score tree, the value
+// loop and the row conversions are laid out differently, not the same loops at another width
+// (what is the same, ggml's exp steps, is shared: kernels/ggml_exp.h).
 #include <immintrin.h>
 
 #include <algorithm>

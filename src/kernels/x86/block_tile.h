@@ -14,7 +14,8 @@
 //   template <int R>
 //   static void block(int64_t b, const Block* wb, const Act* const (&xa)[R], __m256 (&acc)[R],
 //                     __m128 (&acc2)[R]);
-//   static float finish(__m256 acc, __m128 acc2);  // the output from its accumulators
+//   static float finish(__m256 acc, __m128 acc2);  // the output from its accumulators, where it
+//                                                  // is not hsum8(acc) (BlockTiled's)
 // where block adds weight block b (wb) times activation blocks xa[r] to the accumulators of
 // activation row r. Both accumulators start at zero.
 //
@@ -38,6 +39,8 @@ struct BlockTiled {
   static int64_t packed_row_bytes(int64_t n_in) {
     return round_up_64(n_in / kElems * static_cast<int64_t>(sizeof(Act)));
   }
+
+  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 
   static void pack_row(const float* x, void* dst, int64_t n_in) {
     Act* a = static_cast<Act*>(dst);

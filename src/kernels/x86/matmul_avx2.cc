@@ -44,9 +44,7 @@ struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 4> {
     const __m256i scm2 = _mm256_broadcastsi128_si256(hdr.scales_mins);
     const float wd = hdr.d;
     add_k4_min_term<R>(hdr, xa, accm);
-    __m256i sumi[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    __m256i sumi[R] = {};
 #pragma GCC unroll 8
     for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs + 32 * j));
@@ -86,9 +84,7 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 4> {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m30 = _mm256_set1_epi8(0x30);
     const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales));
-    __m256i sumi[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    __m256i sumi[R] = {};
 #pragma GCC unroll 8
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h));
@@ -122,8 +118,6 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 4> {
     const float wd = half_to_float(wb->d);
     add_scaled_sums<R>(wd, xa, sumi, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 // --- Q8_0 --------------------------------------------------------------------------------------

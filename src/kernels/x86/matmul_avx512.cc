@@ -114,8 +114,6 @@ struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 6> {
     // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x').
     add_super_block<R, true>(q, s, wd, xa, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 // --- Q8_0 --------------------------------------------------------------------------------------

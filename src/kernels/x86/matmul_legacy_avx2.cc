@@ -229,8 +229,6 @@ struct Q50 : BlockTiled<Q50, ActQ50, BlockQ5_0, kQK, 8> {
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * xa[r]->d), _mm256_cvtepi32_ps(lanes), acc[r]);
     }
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 constexpr MatmulKernel kKernels[] = {

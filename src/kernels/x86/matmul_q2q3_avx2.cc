@@ -83,8 +83,6 @@ struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 4> {
     chunk_sums<R, false>(wb->qs, scales, _mm256_setzero_si256(), xa, sumi);
     add_scaled_sums<R>(wd, xa, sumi, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 // --- Q3_K ------------------------------------------------------------------------------------
@@ -107,8 +105,6 @@ struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 4> {
     const float wd = half_to_float(wb->d);
     add_scaled_sums<R>(wd, xa, sumi, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 constexpr MatmulKernel kKernels[] = {make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx2"),

@@ -65,8 +65,6 @@ struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 6> {
     // maddubs: 16-bit sums of 2 products (<= 2 * 3 * 128).
     add_super_block<R, false>(q, s, wd, xa, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 // --- Q3_K ------------------------------------------------------------------------------------
@@ -98,8 +96,6 @@ struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 6> {
     // maddubs: 16-bit sums of 2 products q * x (<= 2 * 7 * 128), minus 4 * (x + x').
     add_super_block<R, true>(q, s, half_to_float(wb->d), xa, acc);
   }
-
-  static float finish(__m256 acc, __m128) { return hsum8(acc); }
 };
 
 constexpr MatmulKernel kKernels[] = {make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx512"),
