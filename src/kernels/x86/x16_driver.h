@@ -15,7 +15,8 @@
 //                                    float* y, int64_t y_stride);  // likewise q5_K_group,
 //   // q6_K_group, q8_0_group (on ActX16Q80) and, where kQ80PairRows > 0, q8_0_group_pair(w0, w1,
 //   // nb, x, y, y_stride) for the groups at w0 and w1 (outputs y[j], j < 32).
-// Depends on <type_traits>, <cstring>, kernels/interleave.h and x86/tile_driver.h (find_kernel).
+// Depends on <type_traits>, <cstring>, kernels/interleave.h, x86/q8_quantize_avx2.h (the Q8_K and
+// Q8_0 quantizers) and x86/tile_driver.h (WeightView, MatmulKernel), included before it.
 #pragma once
 
 template <class Act, int kElems>
