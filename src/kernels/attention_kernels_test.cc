@@ -12,6 +12,21 @@
 namespace ponder {
 namespace {
 
+// n f16 rows of dim normal values, and n f16 weights of about 1 / n.
+struct RandomRows {
+  std::vector<std::vector<uint16_t>> v;
+  std::vector<const uint16_t*> rows;
+  std::vector<uint16_t> probs;
+  RandomRows(int64_t n, int64_t dim, std::mt19937& rng, std::normal_distribution<float>& g)
+      : v(n, std::vector<uint16_t>(dim)), probs(n) {
+    for (auto& row : v) {
+      for (auto& e : row) e = fp32_to_fp16(g(rng));
+      rows.push_back(row.data());
+    }
+    for (auto& p : probs) p = fp32_to_fp16(std::fabs(g(rng)) / static_cast<float>(n));
+  }
+};
+
 // The weighted sum in two steps (lane accumulators over position ranges, then the fold) gives
 // weighted_rows_f16's bits whatever the split of [0, n), for the scalar and the AVX-512 kernels.
 TEST(AttentionKernelsTest, AccumulatedLanesEqualTheWeightedSum) {
@@ -22,14 +37,8 @@ TEST(AttentionKernelsTest, AccumulatedLanesEqualTheWeightedSum) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   for (int64_t dim : {128, 40}) {
     for (int64_t n : {1, 63, 64, 200, 1100}) {
-      std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
-      std::vector<const uint16_t*> rows;
-      for (auto& row : v) {
-        for (auto& e : row) e = fp32_to_fp16(g(rng));
-        rows.push_back(row.data());
-      }
-      std::vector<uint16_t> probs(n);
-      for (auto& p : probs) p = fp32_to_fp16(std::fabs(g(rng)) / static_cast<float>(n));
+      const RandomRows r(n, dim, rng, g);
+      const auto& [v, rows, probs] = r;
       std::vector<float> want(dim), scratch(64 * dim);
       ref.weighted_rows_f16(rows.data(), probs.data(), n, dim, want.data(), scratch.data());
       for (const AttentionKernels* k : kernels) {
@@ -67,14 +76,8 @@ TEST(AttentionKernelsTest, Avx512IsBitwiseTheReference) {
   }
   for (int64_t dim : {64, 128, 40}) {
     for (int64_t n : {1, 17, 64, 100, 300}) {
-      std::vector<std::vector<uint16_t>> v(n, std::vector<uint16_t>(dim));
-      std::vector<const uint16_t*> rows;
-      for (auto& row : v) {
-        for (auto& e : row) e = fp32_to_fp16(g(rng));
-        rows.push_back(row.data());
-      }
-      std::vector<uint16_t> probs(n);
-      for (auto& p : probs) p = fp32_to_fp16(std::fabs(g(rng)) / static_cast<float>(n));
+      const RandomRows r(n, dim, rng, g);
+      const auto& [v, rows, probs] = r;
       std::vector<float> out_ref(dim), out_simd(dim), scratch(64 * dim);
       ref.weighted_rows_f16(rows.data(), probs.data(), n, dim, out_ref.data(), scratch.data());
       simd->weighted_rows_f16(rows.data(), probs.data(), n, dim, out_simd.data(), scratch.data());

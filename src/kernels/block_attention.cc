@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/cpu_features.h"
 #include "kernels/dot_ggml_order.h"
@@ -14,53 +15,35 @@
 namespace ponder {
 
 #if defined(PONDER_X86_KERNELS)
-void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
-void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
-                             float* out);
-void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp);
-void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
-                       float scale, SoftmaxState& st);
-void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out);
-void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
-                               float* out);
-void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp);
-void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
-                         float scale, SoftmaxState& st);
-void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows,
-                                   int valid, const float* q, int n_q, int64_t hdp, float scale,
-                                   SoftmaxState* st, const BlockRows* next);
-void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows,
-                                    int valid, const float* q, int n_q, int64_t hdp, float scale,
-                                    SoftmaxState* st, const BlockRows* next);
-void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q,
-                               int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next);
-void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp32,
-                                   uint16_t* kb);
-void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd,
-                                        int64_t hdp32, uint16_t* kb);
-void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid,
-                                        const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
-                                        float scale, SoftmaxState* st);
-void attend_block_bf16_f16_group_avx512bf16(const uint16_t* const* krows,
-                                            const uint16_t* const* vrows, int valid,
-                                            const uint16_t* qb, int n_q, int64_t hdp, int64_t hdp32,
-                                            float scale, SoftmaxState* st);
-void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
-                                          const uint16_t* const* vrows, int valid,
-                                          const uint16_t* qb, int n_q, int64_t hd, float scale,
-                                          SoftmaxState* st, const BlockRows* next);
+// The x86 kernels (x86/block_attention_avx2.cc, x86/block_attention_avx512.cc), each of the type of
+// the table entry it fills.
+template <auto kMember>
+using KernelFn =
+    std::remove_pointer_t<std::remove_reference_t<decltype(BlockAttentionKernels{}.*kMember)>>;
+KernelFn<&BlockAttentionKernels::convert_block> convert_block_avx2, convert_block_avx512;
+KernelFn<&BlockAttentionKernels::convert_block_q8_0> convert_block_q8_0_avx2,
+    convert_block_q8_0_avx512;
+KernelFn<&BlockAttentionKernels::fold> fold_avx2, fold_avx512;
+KernelFn<&BlockAttentionKernels::attend_block> attend_block_avx2, attend_block_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_f16_group> attend_block_f16_group_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_q8_0_group> attend_block_q8_0_group_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_group> attend_block_group_avx512;
+KernelFn<&BlockAttentionKernels::convert_block_bf16> convert_block_bf16_avx512bf16;
+KernelFn<&BlockAttentionKernels::convert_block_q8_0_bf16> convert_block_q8_0_bf16_avx512bf16;
+KernelFn<&BlockAttentionKernels::attend_block_bf16_group> attend_block_bf16_group_avx512bf16;
+KernelFn<&BlockAttentionKernels::attend_block_bf16_f16_group>
+    attend_block_bf16_f16_group_avx512bf16;
+KernelFn<&BlockAttentionKernels::attend_block_bf16kv_group> attend_block_bf16kv_group_avx512bf16;
 #endif
+
+namespace {
+#include "kernels/ggml_exp.h"
+}  // namespace
 
 float exp_nonpositive(float x) {
   if (!(x >= -86.0f)) return 0.0f;
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                           std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-  const float j = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  float n;
+  const float j = exp_ggml_poly<ScalarOps>(x, &n);
   // n in [-125, 0]: 2^n is a normal float and j * 2^n is exact.
   const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;

@@ -136,12 +136,25 @@ struct BlockAttentionKernels {
   void (*attend_block_bf16_f16_group)(const uint16_t* const* krows, const uint16_t* const* vrows,
                                       int valid, const uint16_t* qb, int n_q, int64_t hdp,
                                       int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
-};
 
-// Whether kern's grouped bf16-cache kernel is built and takes this head size.
-inline bool bf16kv_group_takes(const BlockAttentionKernels& kern, int64_t hd) {
-  return kern.attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
-}
+  // Whether a kernel is built and takes head size hd, so callers ask the table rather than know
+  // each kernel's limits. The kernels that read f16 or Q8_0 rows directly (and the f16-V form of
+  // attend_block_bf16_f16_group) go 64 values at a time and keep a whole row in registers; the
+  // bf16-cache one goes 32 at a time. All need hd == hdp besides, which callers know.
+  bool f16_group_takes(int64_t hd) const {
+    return attend_block_f16_group != nullptr && rows_of_64_take(hd);
+  }
+  bool q8_0_group_takes(int64_t hd) const {
+    return attend_block_q8_0_group != nullptr && rows_of_64_take(hd);
+  }
+  bool bf16_f16_group_takes(int64_t hd) const {
+    return attend_block_bf16_f16_group != nullptr && rows_of_64_take(hd);
+  }
+  bool bf16kv_group_takes(int64_t hd) const {
+    return attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
+  }
+  static bool rows_of_64_take(int64_t hd) { return hd % 64 == 0 && hd <= 256; }
+};
 
 // bf16 of the header for n values, zeros for [n, n_pad).
 void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out);

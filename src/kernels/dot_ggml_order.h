@@ -33,7 +33,8 @@ GgmlType dot_activation_type(GgmlType w);
 void quantize_activation_row(GgmlType at, const float* x, void* dst, int64_t n);
 
 // A row dot: w_row holds n elements of the weight type, x_row n elements of its activation type.
-using RowDotFn = float (*)(const void* w_row, const void* x_row, int64_t n);
+using RowDot = float(const void* w_row, const void* x_row, int64_t n);
+using RowDotFn = RowDot*;
 
 // The dot for weights of type w, or nullptr if there is none. n_rows is unused: every batch size
 // gets the same order, so a row's result never depends on what it is batched with.
@@ -58,21 +59,14 @@ void weighted_rows_f16_ggml(const uint16_t* const* rows, const uint16_t* probs, 
 // subnormal results flushed to zero (signed), whatever MXCSR says.
 float vdpbf16ps_lane(float acc, uint32_t a_pair, uint32_t b_pair);
 
-float dot_f32(const void* w_row, const void* x_row, int64_t n);  // ggml_vec_dot_f32
-float dot_f16(const void* w_row, const void* x_row, int64_t n);
+// The reference row dots (dot_ggml_order.cc), one per weight type.
+RowDot dot_f32;  // ggml_vec_dot_f32
+RowDot dot_f16;
 // llamafile tinyBLAS's AVX512BF16 order (what llama.cpp runs on batches of 2+ rows): one 16-lane
 // vdpbf16ps accumulator per output over runs of 32, reduced in float; in scalar code, for any
 // batch size (dot_ggml_order.cc).
-float dot_bf16(const void* w_row, const void* x_row, int64_t n);
-float dot_q4_0(const void* w_row, const void* x_row, int64_t n);
-float dot_q4_1(const void* w_row, const void* x_row, int64_t n);
-float dot_q5_0(const void* w_row, const void* x_row, int64_t n);
-float dot_q5_1(const void* w_row, const void* x_row, int64_t n);
-float dot_q8_0(const void* w_row, const void* x_row, int64_t n);
-float dot_q2_K(const void* w_row, const void* x_row, int64_t n);
-float dot_q3_K(const void* w_row, const void* x_row, int64_t n);
-float dot_q4_K(const void* w_row, const void* x_row, int64_t n);
-float dot_q5_K(const void* w_row, const void* x_row, int64_t n);
-float dot_q6_K(const void* w_row, const void* x_row, int64_t n);
+RowDot dot_bf16;
+RowDot dot_q4_0, dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0;
+RowDot dot_q2_K, dot_q3_K, dot_q4_K, dot_q5_K, dot_q6_K;
 
 }  // namespace ponder

@@ -10,6 +10,8 @@
 namespace ponder {
 namespace {
 
+#include "kernels/ggml_exp.h"
+
 // GCC's _mm512_reduce_add_ps order (as in dot_ggml_order.cc).
 float reduce16(const float a[16]) {
   float t8[8], t4[4];
@@ -21,17 +23,10 @@ float reduce16(const float a[16]) {
 }  // namespace
 
 float expf_ggml(float x) {
-  // n = round(x / ln 2) by the 1.5 * 2^23 trick, b = x - n ln 2 in two fused steps, then
-  // 2^n * (1 + b + b^2 P(b)) with the polynomial evaluated in ggml's fma order; _mm512_scalef_ps
-  // is an exact scaling by 2^n (rounded only if the result is subnormal, as ldexp does).
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                           std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-  const float j = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  // ggml_exp.h's steps; _mm512_scalef_ps is an exact scaling by 2^n (rounded only if the result is
+  // subnormal, as ldexp does).
+  float n;
+  const float j = exp_ggml_poly<ScalarOps>(x, &n);
   if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
   return std::ldexp(j, static_cast<int>(n));
 }

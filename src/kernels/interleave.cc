@@ -24,20 +24,27 @@ void q6_K_codes(const BlockQ6_K& b, uint8_t q[kQK_K]) {
   }
 }
 
+// The header Q4_K and Q5_K blocks share (d, dmin, the packed 6-bit scales and mins) of row j's
+// block `in`, unpacked into lane j of out.
+template <class Block, class X16>
+void interleave_k4_header(const Block& in, int j, X16& out) {
+  for (int c = 0; c < 8; ++c) {
+    uint8_t sc, m;
+    get_scale_min_k4(c, in.scales, &sc, &m);
+    out.scales[c][j] = sc;
+    out.mins[c / 2][j][c % 2] = m;
+  }
+  out.d[j] = in.d;
+  out.dmin[j] = in.dmin;
+}
+
 void interleave_q4_K(const BlockQ4_K* const rows[kX16Rows], int64_t b, BlockQ4KX16& out) {
   for (int j = 0; j < kX16Rows; ++j) {
     const BlockQ4_K& in = rows[j][b];
     for (int p = 0; p < 4; ++p) {
       for (int k = 0; k < 8; ++k) std::memcpy(out.qs[p][k][j], in.qs + 32 * p + 4 * k, 4);
     }
-    for (int c = 0; c < 8; ++c) {
-      uint8_t sc, m;
-      get_scale_min_k4(c, in.scales, &sc, &m);
-      out.scales[c][j] = sc;
-      out.mins[c / 2][j][c % 2] = m;
-    }
-    out.d[j] = in.d;
-    out.dmin[j] = in.dmin;
+    interleave_k4_header(in, j, out);
   }
 }
 
@@ -50,14 +57,7 @@ void interleave_q5_K(const BlockQ5_K* const rows[kX16Rows], int64_t b, BlockQ5KX
       for (int v = 0; v < 4; ++v) std::memcpy(out.q[l][v][j], in.qs + 32 * v + 4 * l, 4);
       std::memcpy(out.q[l][4][j], in.qh + 4 * l, 4);
     }
-    for (int c = 0; c < 8; ++c) {
-      uint8_t sc, m;
-      get_scale_min_k4(c, in.scales, &sc, &m);
-      out.scales[c][j] = sc;
-      out.mins[c / 2][j][c % 2] = m;
-    }
-    out.d[j] = in.d;
-    out.dmin[j] = in.dmin;
+    interleave_k4_header(in, j, out);
   }
 }
 

@@ -187,29 +187,27 @@ struct BlockOrder {
     }
   }
 
-  // Whether one row's query vectors (decode) can read the block's f16 V rows directly.
+  // Whether one row's query vectors (decode) can have the block's f16 V rows read directly (by a
+  // kernel that takes this head size, which the caller asks).
   bool reads_f16_v_rows(int64_t nq) const {
-    return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp && hd % 64 == 0 &&
-           hd <= 256;
+    return nq == group && in.cache.v_type() == KvType::kF16 && hd == hdp;
   }
 
   // Whether one row's query vectors (decode) read the block's f16 K and V rows directly.
   bool reads_f16_rows(int64_t nq) const {
-    return kern.attend_block_f16_group != nullptr && in.cache.k_type() == KvType::kF16 &&
-           reads_f16_v_rows(nq);
+    return kern.f16_group_takes(hd) && in.cache.k_type() == KvType::kF16 && reads_f16_v_rows(nq);
   }
 
   // Whether one row's query vectors (decode) read the block's Q8_0 K and V rows directly.
   bool reads_q8_0_rows(int64_t nq) const {
-    return kern.attend_block_q8_0_group != nullptr && nq == group &&
-           in.cache.k_type() == KvType::kQ8_0 && in.cache.v_type() == KvType::kQ8_0 && hd == hdp &&
-           hd % 64 == 0 && hd <= 256;
+    return kern.q8_0_group_takes(hd) && nq == group && in.cache.k_type() == KvType::kQ8_0 &&
+           in.cache.v_type() == KvType::kQ8_0 && hd == hdp;
   }
 
   // Whether the kernel that attend_chunk runs for a tile of nq query vectors prefetches the next
   // block itself (spread through its work; else attend_chunk asks for it in one burst).
   bool kernel_prefetches(int64_t nq) const {
-    if (in.cache.k_type() == KvType::kBF16) return bf16kv_group_takes(kern, hd);
+    if (in.cache.k_type() == KvType::kBF16) return kern.bf16kv_group_takes(hd);
     return hdp32 == 0 &&
            (reads_f16_rows(nq) || reads_q8_0_rows(nq) || kern.attend_block_group != nullptr);
   }
@@ -258,7 +256,7 @@ struct BlockOrder {
     convert_bf16(in.cache.k_type(), krows, nb, buf.kb);
     const uint16_t* kr[kAttnBlock];
     for (int p = 0; p < kAttnBlock; ++p) kr[p] = buf.kb + p * hdp32;
-    const bool v_rows = kern.attend_block_bf16_f16_group != nullptr && reads_f16_v_rows(nq);
+    const bool v_rows = kern.bf16_f16_group_takes(hd) && reads_f16_v_rows(nq);
     if (!v_rows) convert(in.cache.v_type(), vrows, nb, buf.vf);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
@@ -281,7 +279,7 @@ struct BlockOrder {
                            const ChunkStates& st) const {
     const auto* kr = reinterpret_cast<const uint16_t* const*>(krows);
     const auto* vr = reinterpret_cast<const uint16_t* const*>(vrows);
-    const bool grouped = bf16kv_group_takes(kern, hd);
+    const bool grouped = kern.bf16kv_group_takes(hd);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
       const uint16_t* qb = buf.qb + q0 * hdp32;
       if (grouped) {

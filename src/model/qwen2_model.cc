@@ -78,7 +78,7 @@ Status Qwen2Model::set_kv_types(KvType k, KvType v) {
 }
 
 KvType Qwen2Model::default_kv_type() const {
-  const bool native = bf16kv_group_takes(block_attention_kernels(), config_.head_dim);
+  const bool native = block_attention_kernels().bf16kv_group_takes(config_.head_dim);
   return flash_attn_ && bf16_scores_ && native ? KvType::kBF16 : KvType::kF16;
 }
 

@@ -88,33 +88,24 @@ void accumulate_rows_f16_avx512(const uint16_t* const* rows, const uint16_t* pro
 
 void reduce_lanes_f16_avx512(const float* acc, int64_t dim, float* out) {
   // Per column: lanes[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]), then reduce16
-  // over l; done for 16 columns at once, the same additions in the same order.
-  const int64_t dim16 = dim & ~int64_t{15};
-  int64_t i = 0;
-  for (; i < dim16; i += 16) {
+  // over l; done for 16 columns at once, the same additions in the same order (the last columns
+  // masked: lanes past dim are neither read nor stored).
+  for (int64_t i = 0; i < dim; i += 16) {
+    const __mmask16 m =
+        dim - i >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (dim - i)) - 1);
     __m512 lanes[16];
     for (int l = 0; l < 16; ++l) {
-      const __m512 a0 = _mm512_loadu_ps(acc + l * dim + i);
-      const __m512 a2 = _mm512_loadu_ps(acc + (32 + l) * dim + i);
-      const __m512 a1 = _mm512_loadu_ps(acc + (16 + l) * dim + i);
-      const __m512 a3 = _mm512_loadu_ps(acc + (48 + l) * dim + i);
+      const __m512 a0 = _mm512_maskz_loadu_ps(m, acc + l * dim + i);
+      const __m512 a2 = _mm512_maskz_loadu_ps(m, acc + (32 + l) * dim + i);
+      const __m512 a1 = _mm512_maskz_loadu_ps(m, acc + (16 + l) * dim + i);
+      const __m512 a3 = _mm512_maskz_loadu_ps(m, acc + (48 + l) * dim + i);
       lanes[l] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
     }
     __m512 t8[8], t4[4];
     for (int l = 0; l < 8; ++l) t8[l] = _mm512_add_ps(lanes[l + 8], lanes[l]);
     for (int l = 0; l < 4; ++l) t4[l] = _mm512_add_ps(t8[l + 4], t8[l]);
-    _mm512_storeu_ps(out + i,
-                     _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3])));
-  }
-  for (; i < dim; ++i) {
-    float lanes[16], t8[8], t4[4];
-    for (int l = 0; l < 16; ++l) {
-      lanes[l] = (acc[l * dim + i] + acc[(32 + l) * dim + i]) +
-                 (acc[(16 + l) * dim + i] + acc[(48 + l) * dim + i]);
-    }
-    for (int l = 0; l < 8; ++l) t8[l] = lanes[l + 8] + lanes[l];
-    for (int l = 0; l < 4; ++l) t4[l] = t8[l + 4] + t8[l];
-    out[i] = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+    _mm512_mask_storeu_ps(out + i, m,
+                          _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3])));
   }
 }
 

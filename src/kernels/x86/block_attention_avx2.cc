@@ -2,6 +2,10 @@
 // reference and the AVX-512 version: each 16-lane accumulator of the order is a pair of 8-lane
 // registers (lanes 0-7, lanes 8-15), whose sum is the tree's first step; a transposing tree of
 // shuffles and adds does the rest for 8 positions at once.
+// It keeps its own file rather than sharing the AVX-512 one's code through x86/vec_traits.h:
+// the 16 lanes of each accumulator live in two registers here, so the score tree, the value
+// loop and the row conversions are laid out differently, not the same loops at another width
+// (what is the same, ggml's exp steps, is shared: kernels/ggml_exp.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -14,19 +18,13 @@
 namespace ponder {
 namespace {
 
+#include "kernels/ggml_exp.h"
+#include "kernels/x86/vec_traits.h"
+
 inline __m256 exp8_nonpositive(__m256 x) {
   const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_GE_OQ);
-  const __m256 r = _mm256_set1_ps(0x1.8p23f);
-  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
-  const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-  const __m256 u = _mm256_mul_ps(b, b);
-  const __m256 p = _mm256_fmadd_ps(
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
-  const __m256 j = _mm256_fmadd_ps(
-      p, u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  __m256 n;
+  const __m256 j = exp_ggml_poly<F32xN<8>>(x, &n);
   const __m256i e =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_and_ps(keep, _mm256_mul_ps(j, _mm256_castsi256_ps(e)));

@@ -5,12 +5,16 @@
 // round it. Bitwise the scalar blocks (kernels_test).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/x86/ggml_math_x86.h"
 
 namespace ponder {
 namespace {
+
+#include "kernels/ggml_exp.h"
+#include "kernels/x86/vec_traits.h"
 
 // 2^e for integer-valued floats e in [-126, 127], built in the exponent field.
 __m256 pow2(__m256 e) {
@@ -20,17 +24,8 @@ __m256 pow2(__m256 e) {
 }
 
 __m256 exp8(__m256 x) {
-  const __m256 r = _mm256_set1_ps(0x1.8p23f);
-  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
-  const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-  const __m256 u = _mm256_mul_ps(b, b);
-  const __m256 p = _mm256_fmadd_ps(
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
-  const __m256 j = _mm256_fmadd_ps(
-      p, u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  __m256 n;
+  const __m256 j = exp_ggml_poly<F32xN<8>>(x, &n);
   // |n| > 192: 0 for n <= 0, inf above (n is then clamped so the scaling below stays defined).
   const __m256 limit_n = _mm256_set1_ps(192.0f);
   const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), limit_n, _CMP_GT_OQ);

@@ -2,6 +2,7 @@
 // same order, and _mm512_scalef_ps for the exact scaling by 2^n.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/x86/ggml_math_x86.h"
@@ -9,18 +10,12 @@
 namespace ponder {
 namespace {
 
+#include "kernels/ggml_exp.h"
+#include "kernels/x86/vec_traits.h"
+
 __m512 exp16(__m512 x) {
-  const __m512 r = _mm512_set1_ps(0x1.8p23f);
-  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
-  const __m512 n = _mm512_sub_ps(z, r);
-  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
-  const __m512 u = _mm512_mul_ps(b, b);
-  const __m512 p = _mm512_fmadd_ps(
-      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
-      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
-  const __m512 j = _mm512_fmadd_ps(
-      p, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  __m512 n;
+  const __m512 j = exp_ggml_poly<F32xN<16>>(x, &n);
   const __m512 scaled = _mm512_scalef_ps(j, n);
   // |n| > 192: 0 for n <= 0, inf above.
   const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);

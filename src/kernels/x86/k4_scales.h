@@ -1,7 +1,8 @@
 // The header of a Q4_K block decoded in registers, shared by the x86 kernels: its first 16 bytes
 // are d, dmin and the 12 bytes of packed six-bit scales and mins (blocks.h). Included only inside
 // the anonymous namespace of the per-ISA translation units (see x86/tile_driver.h for why); needs
-// SSE4.1 + F16C and <immintrin.h> included before.
+// SSE4.1 + F16C and <immintrin.h> included before. Also the min term of a Q4_K block (row-major
+// kernels, x86/matmul_avx2.cc and x86/matmul_avx512.cc), which both ISAs compute alike.
 #pragma once
 
 struct K4Header {
@@ -27,4 +28,19 @@ inline K4Header decode_k4_header(const void* block) {
   const __m128i high = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30));
   const __m128 dd = _mm_cvtph_ps(v);
   return {_mm_or_si128(low, high), _mm_cvtss_f32(dd), _mm_cvtss_f32(_mm_movehdup_ps(dd))};
+}
+
+// Reference (dot_q4_K): accm[r][p] += -dx * dmin * (m . sums)[p] over 4 lanes, where Act's sums
+// holds the 8 sums of 32 activation quants (bsums[2k] + bsums[2k + 1]) and d the activation scale.
+template <int R, class Act>
+void add_k4_min_term(const K4Header& hdr, const Act* const (&xa)[R], __m128 (&accm)[R]) {
+  const __m128i scm = hdr.scales_mins;
+  const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const float dmin = -xa[r]->d * hdr.dmin;
+    const __m128i prod =
+        _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
+    accm[r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[r]);
+  }
 }

@@ -14,260 +14,109 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/block_tile.h"
 #include "kernels/x86/k4_scales.h"
+#include "kernels/x86/kquant_act.h"
 #include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/scale_shuffles.h"
 #include "kernels/x86/tile_driver.h"
 
-// (a0 + a2) + (a1 + a3).
-float hsum4(__m128 r) {
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
 // pshufb masks making 16-bit lanes of scale byte k (k < 8) of a decode_k4_header vector.
-struct Scale16Shuffle {
-  alignas(32) uint8_t m[8][32];
-};
-constexpr Scale16Shuffle make_scale16_shuffle() {
-  Scale16Shuffle t{};
-  for (int k = 0; k < 8; ++k) {
-    for (int i = 0; i < 16; ++i) {
-      t.m[k][2 * i] = static_cast<uint8_t>(k);
-      t.m[k][2 * i + 1] = 0x80;
-    }
-  }
-  return t;
-}
-constexpr Scale16Shuffle kScale16Shuffle = make_scale16_shuffle();
+constexpr auto kScale16Shuffle =
+    make_byte_table<8, 32>([](int k, int j) { return j % 2 == 1 ? 0x80 : k; });
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
-// One super-block of a packed activation row: the Q8_K quants and scale, and the sums of pairs
-// of bsums (the 8 sub-blocks of 32) that the min term needs.
-struct alignas(32) ActQ4K {
-  int8_t qs[kQK_K];
-  float d;
-  int16_t sums[8];
-};
-static_assert(sizeof(ActQ4K) == 288);
+// One super-block of a packed activation row: the Q8_K quants in element order, their scale and
+// the sums of pairs of bsums (the 8 sub-blocks of 32) that the min term needs.
+using ActQ4K = ActSums32<32, false>;
 
-struct Q4K {
-  static constexpr int kW = 1, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * sizeof(ActQ4K));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ4K* a = static_cast<ActQ4K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      BlockQ8_K q;
-      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-      std::memcpy(a[b].qs, q.qs, kQK_K);
-      a[b].d = q.d;
-      for (int k = 0; k < 8; ++k)
-        a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
-    }
-  }
-
+struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 4> {
   // Reference (dot_q4_K): acc[l] += d * sum_j (sc[2j] * lanes of the low nibbles of chunk j +
   // sc[2j+1] * lanes of its high nibbles); accm[p] += -dx * dmin * (m . sums)[p] over 4 lanes.
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R> accm) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[W][R];
-    __m128 accm[W][R];
+    const K4Header hdr = decode_k4_header(wb);
+    const __m256i scm2 = _mm256_broadcastsi128_si256(hdr.scales_mins);
+    const float wd = hdr.d;
+    add_k4_min_term<R>(hdr, xa, accm);
+    __m256i sumi[R] = {};
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs + 32 * j));
+      const __m256i lo = _mm256_and_si256(q, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+      const __m256i sl = _mm256_shuffle_epi8(
+          scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j])));
+      const __m256i sh = _mm256_shuffle_epi8(
+          scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j + 1])));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_setzero_ps();
-        accm[i][r] = _mm_setzero_ps();
+        const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j));
+        const __m256i xh =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j + 32));
+        const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), sl);
+        const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), sh);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
       }
     }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ4K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ4K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
-        const K4Header hdr = decode_k4_header(wb);
-        const __m128i scm = hdr.scales_mins;
-        const __m256i scm2 = _mm256_broadcastsi128_si256(scm);
-        const float wd = hdr.d, wmin = hdr.dmin;
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const float dmin = -xa[r]->d * wmin;
-          const __m128i prod =
-              _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
-          accm[i][r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[i][r]);
-        }
-        __m256i sumi[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int j = 0; j < 4; ++j) {
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qs + 32 * j));
-          const __m256i lo = _mm256_and_si256(q, m4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-          const __m256i sl = _mm256_shuffle_epi8(
-              scm2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j])));
-          const __m256i sh = _mm256_shuffle_epi8(
-              scm2,
-              _mm256_load_si256(reinterpret_cast<const __m256i*>(kScale16Shuffle.m[2 * j + 1])));
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) {
-            const __m256i xl =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j));
-            const __m256i xh =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 64 * j + 32));
-            const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), sl);
-            const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), sh);
-            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
-          }
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const float d = xa[r]->d * wd;
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[i][r]);
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]) + hsum4(accm[i][r]);
-    }
+    add_scaled_sums<R>(wd, xa, sumi, acc);
   }
 
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ4_K));
-    gemm_tiled<Q4K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
-  }
+  static float finish(__m256 acc, __m128 accm) { return hsum8(acc) + hsum4(accm); }
 };
 
 // --- Q6_K --------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row: the Q8_K quants and scale, and for each chunk of 32
 // the 16 sums 32 * (q[2i] + q[2i+1]) that turn the products with q6 into products with q6 - 32.
-struct alignas(32) ActQ6K {
-  int8_t qs[kQK_K];
-  int16_t offs[kQK_K / 2];
-  float d;
-};
-static_assert(sizeof(ActQ6K) == 544);
+using ActQ6K = ActPairSums<32, 32>;
 
-// Byte shuffles taking scales[2c] to bytes 0..7 and scales[2c + 1] to bytes 8..15.
-alignas(16) constexpr uint8_t kScalePairShuffle[8][16] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
-    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
-    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
-    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
-};
-
-struct Q6K {
-  static constexpr int kW = 1, kR = 4;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ6K* a = static_cast<ActQ6K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      BlockQ8_K q;
-      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-      std::memcpy(a[b].qs, q.qs, kQK_K);
-      for (int i = 0; i < kQK_K / 2; ++i)
-        a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
-      a[b].d = q.d;
-    }
-  }
-
+struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 4> {
   // Reference (dot_q6_K): chunk c = 4h + k holds elements 128h + 32k + e; lane l adds
   // scales[2c + l / 4] * (4 products of (q - 32) and x); acc[l] += d * lane.
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m30 = _mm256_set1_epi8(0x30);
-    __m256 acc[W][R];
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales));
+    __m256i sumi[R] = {};
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h));
+      const __m256i ql1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                             _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                             _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                             _mm256_and_si256(qh, m30));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ6K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ6K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(w + i * w_row_bytes) + b;
-        const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales));
-        __m256i sumi[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int h = 0; h < 2; ++h) {
-          const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h));
-          const __m256i ql1 =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->ql + 64 * h + 32));
-          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
-          __m256i q[4];
-          q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                                 _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-          q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                 _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                 _mm256_and_si256(qh, m30));
-          q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                 _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-#pragma GCC unroll 8
-          for (int k = 0; k < 4; ++k) {
-            const int c = 4 * h + k;
-            const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
-                scales, _mm_load_si128(reinterpret_cast<const __m128i*>(kScalePairShuffle[c]))));
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-              const __m256i xq =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 32 * c));
-              const __m256i off =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->offs + 16 * c));
-              const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xq), off);
-              sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sc));
-            }
-          }
-        }
-        const float wd = half_to_float(wb->d);
+      for (int k = 0; k < 4; ++k) {
+        const int c = 4 * h + k;
+        const __m256i sc = chunk_scales(scales, c);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const float d = xa[r]->d * wd;
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[i][r]);
+          const __m256i xq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->qs + 32 * c));
+          const __m256i off =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa[r]->offs + 16 * c));
+          const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xq), off);
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sc));
         }
       }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
-    }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ6_K));
-    gemm_tiled<Q6K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
+    const float wd = half_to_float(wb->d);
+    add_scaled_sums<R>(wd, xa, sumi, acc);
   }
 };
 
@@ -275,6 +124,8 @@ struct Q6K {
 
 // A packed activation row: the quants of all blocks (32 bytes each), then their scales as floats.
 struct Q80 {
+  using Block = BlockQ8_0;
+  static constexpr int kBlockElems = kQK;
   static constexpr int kW = 1, kR = 4;
   static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (kQK + 4)); }
 
@@ -327,33 +178,14 @@ struct Q80 {
       for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
     }
   }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(BlockQ8_0));
-    gemm_tiled<Q80>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
-  }
 };
 
-template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
-  return {type, Isa::kAvx2, name, K::packed_row_bytes, K::pack_row, K::gemm};
-}
-
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx2"),
-    make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx2"),
-    make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx2"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx2"),
+                                     make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx2"),
+                                     make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx2")};
 
 }  // namespace
 
-const MatmulKernel* avx2_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx2_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

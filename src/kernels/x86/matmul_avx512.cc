@@ -28,22 +28,14 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/avx512_basics.h"
+#include "kernels/x86/block_tile.h"
 #include "kernels/x86/k4_scales.h"
-#include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/kquant_act.h"
 #include "kernels/x86/tile_driver.h"
-
-// (a0 + a2) + (a1 + a3).
-float hsum4(__m128 r) {
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
-// Lane l of the result = lane l + lane l + 8 of v (exact integers).
-__m256i fold_halves(__m512i v) {
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
@@ -51,241 +43,76 @@ __m256i fold_halves(__m512i v) {
 // chunks of 64 elements 2g and 2g+1; their low nibbles are elements 128g + [0, 32) and
 // 128g + 64 + [0, 32), their high nibbles 128g + 32 + [0, 32) and 128g + 96 + [0, 32), and that
 // is the order of qs here: lo(g) = qs[128g, +64), hi(g) = qs[128g + 64, +64).
-struct alignas(64) ActQ4K {
-  int8_t qs[kQK_K];
-  float d;
-  int16_t sums[8];  // bsums[2k] + bsums[2k + 1]: the sums of the 8 sub-blocks of 32
-};
-static_assert(sizeof(ActQ4K) == 320);
+using ActQ4K = ActSums32<64, true>;
 
 // pshufb masks (per 128-bit lane, on the decode_k4_header vector broadcast to all four) giving
 // lo(g) / hi(g) their scales as 16-bit lanes: the lower 256 bits (chunk 2g) and the upper 256
 // bits (chunk 2g + 1) of vector v = 2g + (0 for lo, 1 for hi) use scales 4g + v % 2 and
 // 4g + 2 + v % 2.
-struct Q4KScaleShuffle {
-  alignas(64) uint8_t m[4][64];
-};
-constexpr Q4KScaleShuffle make_q4k_scale_shuffle() {
-  Q4KScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) {  // 16-bit lane i: lanes 0..15 chunk 2g, 16..31 chunk 2g + 1
-      t.m[v][2 * i] = static_cast<uint8_t>(4 * (v / 2) + v % 2 + (i < 16 ? 0 : 2));
-      t.m[v][2 * i + 1] = 0x80;
-    }
-  }
-  return t;
-}
-constexpr Q4KScaleShuffle kQ4KScaleShuffle = make_q4k_scale_shuffle();
+// (16-bit lane i: lanes 0..15 chunk 2g, 16..31 chunk 2g + 1.)
+constexpr auto kQ4KScaleShuffle = make_byte_table<4, 64>(
+    [](int v, int j) { return j % 2 == 1 ? 0x80 : 4 * (v / 2) + v % 2 + (j / 2 < 16 ? 0 : 2); });
 
-struct Q4K {
-  static constexpr int kW = 1, kR = 6;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * sizeof(ActQ4K));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ4K* a = static_cast<ActQ4K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      BlockQ8_K q;
-      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-      for (int g = 0; g < 2; ++g) {
-        std::memcpy(a[b].qs + 128 * g, q.qs + 128 * g, 32);
-        std::memcpy(a[b].qs + 128 * g + 32, q.qs + 128 * g + 64, 32);
-        std::memcpy(a[b].qs + 128 * g + 64, q.qs + 128 * g + 32, 32);
-        std::memcpy(a[b].qs + 128 * g + 96, q.qs + 128 * g + 96, 32);
-      }
-      a[b].d = q.d;
-      for (int k = 0; k < 8; ++k)
-        a[b].sums[k] = static_cast<int16_t>(q.bsums[2 * k] + q.bsums[2 * k + 1]);
-    }
-  }
-
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+struct Q4K : BlockTiled<Q4K, ActQ4K, BlockQ4_K, kQK_K, 6> {
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R> accm) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m256 acc[W][R];
-    __m128 accm[W][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_setzero_ps();
-        accm[i][r] = _mm_setzero_ps();
-      }
-    }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ4K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ4K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w + i * w_row_bytes) + b;
-        const K4Header hdr = decode_k4_header(wb);
-        const __m128i scm = hdr.scales_mins;
-        const float wd = hdr.d, wmin = hdr.dmin;
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scm, scm));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const float dmin = -xa[r]->d * wmin;
-          const __m128i prod =
-              _mm_madd_epi16(mins, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa[r]->sums)));
-          accm[i][r] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[i][r]);
-        }
-        const __m512i scm4 = _mm512_broadcast_i32x4(scm);
-        __m512i q[4], s[4];
-        for (int g = 0; g < 2; ++g) {
-          const __m512i raw = _mm512_loadu_si512(wb->qs + 64 * g);
-          q[2 * g] = _mm512_and_si512(raw, m4);
-          q[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
-        }
-#pragma GCC unroll 8
-        for (int v = 0; v < 4; ++v)
-          s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle.m[v]));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127); dpwssd: scale * 2 of those.
-          __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 8
-          for (int v = 0; v < 4; ++v) {
-            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
-          }
-          const float d = xa[r]->d * wd;
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
-        }
-      }
+    const K4Header hdr = decode_k4_header(wb);
+    const __m128i scm = hdr.scales_mins;
+    const float wd = hdr.d;
+    add_k4_min_term<R>(hdr, xa, accm);
+    const __m512i scm4 = _mm512_broadcast_i32x4(scm);
+    __m512i q[4], s[4];
+    for (int g = 0; g < 2; ++g) {
+      const __m512i raw = _mm512_loadu_si512(wb->qs + 64 * g);
+      q[2 * g] = _mm512_and_si512(raw, m4);
+      q[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]) + hsum4(accm[i][r]);
-    }
+    for (int v = 0; v < 4; ++v)
+      s[v] = _mm512_shuffle_epi8(scm4, _mm512_load_si512(kQ4KScaleShuffle.m[v]));
+    // maddubs: 16-bit sums of 2 products (at most 2 * 15 * 127).
+    add_super_block<R, false>(q, s, wd, xa, acc);
   }
 
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ4_K));
-    gemm_tiled<Q4K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
-  }
+  static float finish(__m256 acc, __m128 accm) { return hsum8(acc) + hsum4(accm); }
 };
 
 // --- Q6_K --------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row: the Q8_K quants, and for each pair of quants
 // 32 * their sum, which turns maddubs with the unsigned codes q into products with q - 32.
-struct alignas(64) ActQ6K {
-  int8_t qs[kQK_K];
-  int16_t offs[kQK_K / 2];
-  float d;
-};
-static_assert(sizeof(ActQ6K) == 576);
+using ActQ6K = ActPairSums<64, 32>;
 
-// pshufb masks (on the 16 scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes of
-// vector v (elements 64v + [0, 64), two per lane) their sub-block's scale, 4v + lane / 8.
-struct Q6KScaleShuffle {
-  alignas(32) uint8_t m[4][32];
-};
-constexpr Q6KScaleShuffle make_q6k_scale_shuffle() {
-  Q6KScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) t.m[v][i] = static_cast<uint8_t>(4 * v + i / 8);
-  }
-  return t;
-}
-constexpr Q6KScaleShuffle kQ6KScaleShuffle = make_q6k_scale_shuffle();
-
-struct Q6K {
-  static constexpr int kW = 1, kR = 6;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * sizeof(ActQ6K));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ6K* a = static_cast<ActQ6K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      BlockQ8_K q;
-      quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-      std::memcpy(a[b].qs, q.qs, kQK_K);
-      for (int i = 0; i < kQK_K / 2; ++i)
-        a[b].offs[i] = static_cast<int16_t>(32 * (q.qs[2 * i] + q.qs[2 * i + 1]));
-      a[b].d = q.d;
-    }
-  }
-
+struct Q6K : BlockTiled<Q6K, ActQ6K, BlockQ6_K, kQK_K, 6> {
   // Vector v = 2h + k2 holds elements 64v + [0, 64): for h = v / 2 the low nibbles of ql[64h, +64)
   // (k2 = 0, elements 128h + [0, 64)) or the high ones (k2 = 1), with top bits from qh[32h, +32):
   // bits 0-1 | 2-3 for k2 = 0 and bits 4-5 | 6-7 for k2 = 1 (lower | upper 32 bytes).
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i m30 = _mm512_set1_epi8(0x30);
-    __m256 acc[W][R];
+    const __m256i scales =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales)));
+    __m512i q[4], s[4];
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ6K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ6K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(w + i * w_row_bytes) + b;
-        const __m256i scales = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb->scales)));
-        __m512i q[4], s[4];
-#pragma GCC unroll 8
-        for (int h = 0; h < 2; ++h) {
-          const __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
-          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
-          const __m512i qh2 =
-              _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-          q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4),
-                                     _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
-          q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                         _mm512_and_si512(qh2, m30));
-        }
-#pragma GCC unroll 8
-        for (int v = 0; v < 4; ++v) {
-          s[v] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(
-              scales, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScaleShuffle.m[v]))));
-        }
-        const float wd = half_to_float(wb->d);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x');
-          // dpwssd: scale * 2 of those into each 32-bit lane.
-          __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 8
-          for (int v = 0; v < 4; ++v) {
-            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-            const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
-            sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off),
-                                      s[v]);
-          }
-          const float d = xa[r]->d * wd;
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
-        }
-      }
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb->qh + 32 * h));
+      const __m512i qh2 =
+          _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+      q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                 _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+      q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                     _mm512_and_si512(qh2, m30));
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
+    for (int v = 0; v < 4; ++v) {
+      s[v] = vector_scales(scales, v);
     }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ6_K));
-    gemm_tiled<Q6K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
+    const float wd = half_to_float(wb->d);
+    // maddubs: 16-bit sums of 2 products q * x (at most 2 * 63 * 128), minus 32 * (x + x').
+    add_super_block<R, true>(q, s, wd, xa, acc);
   }
 };
 
@@ -300,6 +127,8 @@ struct alignas(64) ActQ80 {
 static_assert(sizeof(ActQ80) == 64);
 
 struct Q80 {
+  using Block = BlockQ8_0;
+  static constexpr int kBlockElems = kQK;
   static constexpr int kW = 4, kR = 4;
   // nb blocks, then nb float scales.
   static int64_t packed_row_bytes(int64_t n_in) {
@@ -372,9 +201,8 @@ struct Q80 {
       __m512 wd[P];
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
-        const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-        const BlockQ8_0* w0 = reinterpret_cast<const BlockQ8_0*>(w + 2 * p * w_row_bytes) + b;
-        const BlockQ8_0* w1 = reinterpret_cast<const BlockQ8_0*>(w + i1 * w_row_bytes) + b;
+        const BlockQ8_0 *w0, *w1;
+        row_pair_blocks<BlockQ8_0, W>(w, w_row_bytes, p, b, &w0, &w1);
         const __m512i both = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0->qs))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1->qs)), 1);
@@ -407,13 +235,6 @@ struct Q80 {
           y[r * y_stride + 2 * p + 1] = hsum8(_mm512_extractf32x8_ps(acc[p][r], 1));
       }
     }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(BlockQ8_0));
-    gemm_tiled<Q80>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
   }
 };
 
@@ -448,6 +269,8 @@ void f16_pack_row(const float* x, void* dst, int64_t n_in) {
 // 16 lanes over runs of 64 elements, (acc0 + acc2) + (acc1 + acc3), reduce16, then the leftover
 // products (n % 64) added in double.
 struct F16 {
+  using Block = uint16_t;
+  static constexpr int kBlockElems = 1;
   static constexpr int kW = 2, kR = 2;
   static int64_t packed_row_bytes(int64_t n_in) { return f16_packed_row_bytes(n_in); }
   static void pack_row(const float* x, void* dst, int64_t n_in) { f16_pack_row(x, dst, n_in); }
@@ -496,33 +319,15 @@ struct F16 {
       }
     }
   }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    gemm_tiled<F16>(static_cast<const uint8_t*>(w.data), w.n_in * 2, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
-  }
 };
 
-template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
-  return {type, Isa::kAvx512, name, K::packed_row_bytes, K::pack_row, K::gemm};
-}
-
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx512"),
-    make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx512"),
-    make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx512"),
-    make_kernel<F16>(GgmlType::F16, "f16_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q4K>(GgmlType::Q4_K, "q4_K_avx512"),
+                                     make_kernel<Q6K>(GgmlType::Q6_K, "q6_K_avx512"),
+                                     make_kernel<Q80>(GgmlType::Q8_0, "q8_0_avx512"),
+                                     make_kernel<F16>(GgmlType::F16, "f16_avx512")};
 
 }  // namespace
 
-const MatmulKernel* avx512_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx512_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

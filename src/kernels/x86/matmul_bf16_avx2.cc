@@ -20,6 +20,8 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
 
@@ -30,14 +32,6 @@ float bits_to_float(uint32_t u) {
 }
 
 float bf16_value(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
-
-// fp32_to_bf16 of quant/half.h: round to nearest even on the 16 dropped bits, NaN made quiet.
-uint16_t bf16_round(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
 
 // DAZ of one bf16: a subnormal reads as a zero of its sign.
 float bf16_value_daz(uint16_t h) {
@@ -59,13 +53,6 @@ __m256 ftz(__m256 t) {
   return _mm256_xor_ps(t, _mm256_and_ps(tiny, mag));
 }
 
-// (a0 + a2) + (a1 + a3) of the 4 lanes.
-float hsum4(__m128 r) {
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
 // reduce16 of the reference on a 16-lane accumulator held as lanes 0-7 (lo) and 8-15 (hi).
 float reduce16(__m256 lo, __m256 hi) {
   const __m256 t8 = _mm256_add_ps(hi, lo);
@@ -73,6 +60,8 @@ float reduce16(__m256 lo, __m256 hi) {
 }
 
 struct Bf16Avx2 {
+  using Block = uint16_t;
+  static constexpr int kBlockElems = 1;
   // A pass keeps one 8-lane half per output live (see tile): 2 x 3 accumulators, 4 weight vectors
   // and the FTZ temporaries fit the 16 registers.
   static constexpr int kW = 2, kR = 3;
@@ -167,36 +156,16 @@ struct Bf16Avx2 {
     }
   }
 
-  // A single activation row: kGemvW weight rows at a time, so that several outputs' dependency
-  // chains (one accumulator each, one vdpbf16ps step per 32 elements) are in flight at once.
+  // A single activation row: kGemvW weight rows at a time (gemm_rows_gemv), so that several
+  // outputs' dependency chains (one accumulator each, one vdpbf16ps step per 32 elements) are in
+  // flight at once.
   static constexpr int kGemvW = 3;
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    const int64_t w_row_bytes = w.n_in * 2;
-    if (n_rows == 1) {
-      const uint8_t* x = static_cast<const uint8_t*>(xp);
-      const int64_t x_row_bytes = packed_row_bytes(w.n_in);
-      int64_t o = o_begin;
-      for (; o + kGemvW <= o_end; o += kGemvW) {
-        tile<kGemvW, 1>(wd + o * w_row_bytes, w_row_bytes, w.n_in, x, x_row_bytes, y + o, y_stride);
-      }
-      for (; o < o_end; ++o)
-        tile<1, 1>(wd + o * w_row_bytes, w_row_bytes, w.n_in, x, x_row_bytes, y + o, y_stride);
-      return;
-    }
-    gemm_tiled<Bf16Avx2>(wd, w_row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
-  }
 };
 
-constexpr MatmulKernel kBf16Kernel = {GgmlType::BF16,     Isa::kAvx2,
-                                      "bf16_avx2",        Bf16Avx2::packed_row_bytes,
-                                      Bf16Avx2::pack_row, Bf16Avx2::gemm};
+constexpr MatmulKernel kKernels[] = {make_kernel<Bf16Avx2>(GgmlType::BF16, "bf16_avx2")};
 
 }  // namespace
 
-const MatmulKernel* avx2_bf16_matmul_kernel(GgmlType type) {
-  return type == GgmlType::BF16 ? &kBf16Kernel : nullptr;
-}
+const MatmulKernel* avx2_bf16_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

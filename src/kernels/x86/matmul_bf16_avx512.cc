@@ -23,16 +23,10 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/tile_driver.h"
-
-// fp32_to_bf16 of quant/half.h: round to nearest even on the 16 dropped bits, NaN made quiet.
-uint16_t bf16_round(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
 
 // The same on 16 lanes.
 __m256i bf16_round16(__m512 f) {
@@ -67,6 +61,8 @@ __m512bh load_bf16_partial(const uint8_t* p, int64_t count) {
 }
 
 struct Bf16 {
+  using Block = uint16_t;
+  static constexpr int kBlockElems = 1;
   // 4 x 6 = 24 accumulators + 4 weight vectors + 1 activation vector of the 32 registers; per 32
   // elements 10 loads feed 24 vdpbf16ps.
   static constexpr int kW = 4, kR = 6;
@@ -122,35 +118,16 @@ struct Bf16 {
     }
   }
 
-  // A single activation row: kGemvW weight rows at a time, so that several outputs' dependency
-  // chains (one accumulator each, one vdpbf16ps step per 32 elements) are in flight at once.
+  // A single activation row: kGemvW weight rows at a time (gemm_rows_gemv), so that several
+  // outputs' dependency chains (one accumulator each, one vdpbf16ps step per 32 elements) are in
+  // flight at once.
   static constexpr int kGemvW = 4;
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    const int64_t w_row_bytes = w.n_in * 2;
-    if (n_rows == 1) {
-      const uint8_t* x = static_cast<const uint8_t*>(xp);
-      const int64_t x_row_bytes = packed_row_bytes(w.n_in);
-      int64_t o = o_begin;
-      for (; o + kGemvW <= o_end; o += kGemvW) {
-        tile<kGemvW, 1>(wd + o * w_row_bytes, w_row_bytes, w.n_in, x, x_row_bytes, y + o, y_stride);
-      }
-      for (; o < o_end; ++o)
-        tile<1, 1>(wd + o * w_row_bytes, w_row_bytes, w.n_in, x, x_row_bytes, y + o, y_stride);
-      return;
-    }
-    gemm_tiled<Bf16>(wd, w_row_bytes, w.n_in, xp, n_rows, o_begin, o_end, y, y_stride);
-  }
 };
 
-constexpr MatmulKernel kBf16Kernel = {GgmlType::BF16,         Isa::kAvx512,   "bf16_avx512bf16",
-                                      Bf16::packed_row_bytes, Bf16::pack_row, Bf16::gemm};
+constexpr MatmulKernel kKernels[] = {make_kernel<Bf16>(GgmlType::BF16, "bf16_avx512bf16")};
 
 }  // namespace
 
-const MatmulKernel* avx512bf16_matmul_kernel(GgmlType type) {
-  return type == GgmlType::BF16 ? &kBf16Kernel : nullptr;
-}
+const MatmulKernel* avx512bf16_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

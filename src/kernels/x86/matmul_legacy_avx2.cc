@@ -23,22 +23,15 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/block_tile.h"
 #include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/tile_driver.h"
 
-// The weight rows are read as several interleaved streams (8 rows for Q4_0), which the hardware
-// prefetchers follow poorly: each kernel asks for the block kPrefetchBlocks ahead in every row
-// (every second block, 36-48 bytes apart, so no cache line is skipped).
-constexpr int64_t kPrefetchBlocks = 64;
-void prefetch_ahead(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
-
 // The four bytes at p in every 32-bit lane.
-__m256i broadcast32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+__m256i broadcast32(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 // The 32 quants of a 4-bit block in element order: low nibbles (elements 0..15), then high ones.
 __m256i unpack_nibbles(const uint8_t* qs) {
@@ -50,11 +43,10 @@ __m256i unpack_nibbles(const uint8_t* qs) {
 
 // 0x10 in byte j where bit j of the little-endian qh is set (bit 4 of the Q5 quant j).
 __m256i unpack_high_bits(const uint8_t* qh) {
-  int32_t bits;
-  std::memcpy(&bits, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
-                                                2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i select = _mm256_set1_epi64x(0x8040201008040201);
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -65,24 +57,12 @@ __m256i unpack_high_bits(const uint8_t* qh) {
 // A packed activation row: the quants of all blocks (32 bytes each), their scales as floats, and
 // 8 * the sum of each block's quants (maddubs multiplies the unsigned codes q; the weights are
 // q - 8).
-struct Q40 {
-  static constexpr int kR = 8;        // activation rows per tile
-  static constexpr int kOBlock = 64;  // weight rows kept in L2 while the activation tiles pass
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (kQK + 8)); }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    const int64_t nb = n_in / kQK;
-    int8_t* qs = static_cast<int8_t*>(dst);
-    float* d = reinterpret_cast<float*>(qs + nb * kQK);
-    int32_t* off = reinterpret_cast<int32_t*>(d + nb);
-    for (int64_t b = 0; b < nb; ++b) {
-      LegacyActBlock a;
-      quantize_legacy_block_avx2(x + b * kQK, &a);
-      std::memcpy(qs + b * kQK, a.qs, kQK);
-      d[b] = a.d;
-      off[b] = 8 * a.sum;
-    }
-  }
+struct Q40 : Q40ActRow<8> {
+  using Block = BlockQ4_0;
+  static constexpr int kBlockElems = kQK;
+  static constexpr int kGroupRows = 8;  // weight rows per tile, one per 32-bit lane
+  static constexpr int kR = 8;          // activation rows per tile
+  static constexpr int kOBlock = 64;    // weight rows kept in L2 while the activation tiles pass
 
   // Reference (dot_q4_0): acc = fma(float(exact block sum), dw * dx, acc) over the blocks. Lane i
   // of every vector belongs to weight row i of the group (rows >= n_valid repeat the last one and
@@ -91,8 +71,7 @@ struct Q40 {
   static void tile(const uint8_t* w, int64_t w_row_bytes, int n_valid, int64_t nb, const uint8_t* x,
                    int64_t x_row_bytes, float* y, int64_t y_stride) {
     int32_t row_off[8];
-    for (int i = 0; i < 8; ++i)
-      row_off[i] = static_cast<int32_t>((i < n_valid ? i : n_valid - 1) * w_row_bytes);
+    group_row_offsets(n_valid, w_row_bytes, row_off);
     const __m256i gather_idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row_off));
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
@@ -103,14 +82,10 @@ struct Q40 {
     const int8_t* xq[R];
     const float* xd[R];
     const int32_t* xoff[R];
+    rows<R>(x, x_row_bytes, nb, xq, xd, xoff);
     __m256 acc[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      xq[r] = reinterpret_cast<const int8_t*>(x + r * x_row_bytes);
-      xd[r] = reinterpret_cast<const float*>(xq[r] + nb * kQK);
-      xoff[r] = reinterpret_cast<const int32_t*>(xd[r] + nb);
-      acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = w + b * static_cast<int64_t>(sizeof(BlockQ4_0));
       if ((b & 1) == 0) {
@@ -170,37 +145,6 @@ struct Q40 {
       }
     }
   }
-
-  template <int R = kR>
-  static void dispatch(int rr, const uint8_t* w, int64_t w_row_bytes, int n_valid, int64_t nb,
-                       const uint8_t* x, int64_t x_row_bytes, float* y, int64_t y_stride) {
-    if (rr == R) {
-      tile<R>(w, w_row_bytes, n_valid, nb, x, x_row_bytes, y, y_stride);
-      return;
-    }
-    if constexpr (R > 1)
-      dispatch<R - 1>(rr, w, w_row_bytes, n_valid, nb, x, x_row_bytes, y, y_stride);
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t nb = w.n_in / kQK;
-    const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(BlockQ4_0));
-    const int64_t x_row_bytes = packed_row_bytes(w.n_in);
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    const uint8_t* x = static_cast<const uint8_t*>(xp);
-    for (int64_t ob = o_begin; ob < o_end; ob += kOBlock) {
-      const int64_t oe = ob + kOBlock < o_end ? ob + kOBlock : o_end;
-      for (int64_t r = 0; r < n_rows; r += kR) {
-        const int rr = static_cast<int>(n_rows - r < kR ? n_rows - r : kR);
-        for (int64_t o = ob; o < oe; o += 8) {
-          const int n_valid = static_cast<int>(oe - o < 8 ? oe - o : 8);
-          dispatch(rr, wd + o * row_bytes, row_bytes, n_valid, nb, x + r * x_row_bytes, x_row_bytes,
-                   y + r * y_stride + o, y_stride);
-        }
-      }
-    }
-  }
 };
 
 // --- Q4_1 / Q5_1 -----------------------------------------------------------------------------
@@ -210,79 +154,39 @@ struct ActQ81 {
   int8_t qs[kQK];
   float d;
   float s;  // d * sum(q) as Q8_1 stores it
+
+  static void pack(const float* x, ActQ81* a) {
+    LegacyActBlock q;
+    quantize_legacy_block_avx2(x, &q);
+    std::memcpy(a->qs, q.qs, kQK);
+    a->d = q.d;
+    a->s = q.s;
+  }
 };
 static_assert(sizeof(ActQ81) == 40);
 
 // Reference (dot_q4_1 / dot_q5_1): lane l = the 4 products at 4l..4l+3 of the unsigned quants;
 // acc[l] = fma(dw * dx, lane, acc[l]); summs = fma(m, s, summs); result hsum8(acc) + summs.
 template <class Block, bool kFive>
-struct Q81Family {
-  static constexpr int kW = 1, kR = 8;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK * static_cast<int64_t>(sizeof(ActQ81)));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ81* a = static_cast<ActQ81*>(dst);
-    for (int64_t b = 0; b < n_in / kQK; ++b) {
-      LegacyActBlock q;
-      quantize_legacy_block_avx2(x + b * kQK, &q);
-      std::memcpy(a[b].qs, q.qs, kQK);
-      a[b].d = q.d;
-      a[b].s = q.s;
-    }
-  }
-
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+struct Q81Family : BlockTiled<Q81Family<Block, kFive>, ActQ81, Block, kQK, 8> {
+  template <int R>
+  static void block(int64_t b, const Block* wb, const ActQ81* const (&xa)[R], __m256 (&acc)[R],
+                    __m128 (&summs)[R]) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[W][R];
-    __m128 summs[W][R];
+    if ((b & 1) == 0) prefetch_ahead(wb + kPrefetchBlocks);
+    __m256i q = unpack_nibbles(wb->qs);
+    if constexpr (kFive) q = _mm256_or_si256(q, unpack_high_bits(wb->qh));
+    const float wd = half_to_float(wb->d);
+    const __m128 wm = _mm_set_ss(half_to_float(wb->m));
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_setzero_ps();
-        summs[i][r] = _mm_setzero_ps();
-      }
-    }
-    for (int64_t b = 0; b < n_in / kQK; ++b) {
-      const ActQ81* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ81*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const Block* wb = reinterpret_cast<const Block*>(w + i * w_row_bytes) + b;
-        if ((b & 1) == 0) prefetch_ahead(wb + kPrefetchBlocks);
-        __m256i q = unpack_nibbles(wb->qs);
-        if constexpr (kFive) q = _mm256_or_si256(q, unpack_high_bits(wb->qh));
-        const float wd = half_to_float(wb->d);
-        const __m128 wm = _mm_set_ss(half_to_float(wb->m));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          summs[i][r] = _mm_fmadd_ss(wm, _mm_set_ss(xa[r]->s), summs[i][r]);
-          const __m256i lanes =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xa[r]->qs)), ones);
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(wd * xa[r]->d), _mm256_cvtepi32_ps(lanes), acc[i][r]);
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        y[r * y_stride + i] = hsum8(acc[i][r]) + _mm_cvtss_f32(summs[i][r]);
+    for (int r = 0; r < R; ++r) {
+      summs[r] = _mm_fmadd_ss(wm, _mm_set_ss(xa[r]->s), summs[r]);
+      const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xa[r]->qs)), ones);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * xa[r]->d), _mm256_cvtepi32_ps(lanes), acc[r]);
     }
   }
 
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(Block));
-    gemm_tiled<Q81Family>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows,
-                          o_begin, o_end, y, y_stride);
-  }
+  static float finish(__m256 acc, __m128 summs) { return hsum8(acc) + _mm_cvtss_f32(summs); }
 };
 
 using Q41 = Q81Family<BlockQ4_1, false>;
@@ -296,93 +200,43 @@ struct ActQ50 {
   int8_t qs[kQK];
   int32_t offs[8];
   float d;
+
+  static void pack(const float* x, ActQ50* a) {
+    LegacyActBlock q;
+    quantize_legacy_block_avx2(x, &q);
+    std::memcpy(a->qs, q.qs, kQK);
+    for (int g = 0; g < 8; ++g) a->offs[g] = 16 * q.group_sums[g];
+    a->d = q.d;
+  }
 };
 static_assert(sizeof(ActQ50) == 68);
 
 // Reference (dot_q5_0): lane l = the 4 products at 4l..4l+3 of (q - 16) and x;
 // acc[l] = fma(dw * dx, lane, acc[l]); result hsum8(acc).
-struct Q50 {
-  static constexpr int kW = 1, kR = 8;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK * static_cast<int64_t>(sizeof(ActQ50)));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ50* a = static_cast<ActQ50*>(dst);
-    for (int64_t b = 0; b < n_in / kQK; ++b) {
-      LegacyActBlock q;
-      quantize_legacy_block_avx2(x + b * kQK, &q);
-      std::memcpy(a[b].qs, q.qs, kQK);
-      for (int g = 0; g < 8; ++g) a[b].offs[g] = 16 * q.group_sums[g];
-      a[b].d = q.d;
-    }
-  }
-
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+struct Q50 : BlockTiled<Q50, ActQ50, BlockQ5_0, kQK, 8> {
+  template <int R>
+  static void block(int64_t b, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[W][R];
+    if ((b & 1) == 0) prefetch_ahead(wb + kPrefetchBlocks);
+    const __m256i q = _mm256_or_si256(unpack_nibbles(wb->qs), unpack_high_bits(wb->qh));
+    const float wd = half_to_float(wb->d);
 #pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      // maddubs: 16-bit sums of 2 products q * x (<= 2 * 31 * 127).
+      const __m256i lanes =
+          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xa[r]->qs)), ones),
+                           load256(xa[r]->offs));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * xa[r]->d), _mm256_cvtepi32_ps(lanes), acc[r]);
     }
-    for (int64_t b = 0; b < n_in / kQK; ++b) {
-      const ActQ50* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ50*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ5_0* wb = reinterpret_cast<const BlockQ5_0*>(w + i * w_row_bytes) + b;
-        if ((b & 1) == 0) prefetch_ahead(wb + kPrefetchBlocks);
-        const __m256i q = _mm256_or_si256(unpack_nibbles(wb->qs), unpack_high_bits(wb->qh));
-        const float wd = half_to_float(wb->d);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          // maddubs: 16-bit sums of 2 products q * x (<= 2 * 31 * 127).
-          const __m256i lanes =
-              _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xa[r]->qs)), ones),
-                               load256(xa[r]->offs));
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(wd * xa[r]->d), _mm256_cvtepi32_ps(lanes), acc[i][r]);
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
-    }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(BlockQ5_0));
-    gemm_tiled<Q50>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
   }
 };
-
-template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
-  return {type, Isa::kAvx2, name, K::packed_row_bytes, K::pack_row, K::gemm};
-}
 
 constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx2"),
-    make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx2"),
-    make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx2"),
-    make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx2"),
-};
+    make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx2"), make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx2"),
+    make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx2"), make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx2")};
 
 }  // namespace
 
-const MatmulKernel* avx2_legacy_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx2_legacy_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

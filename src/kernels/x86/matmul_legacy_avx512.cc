@@ -29,46 +29,24 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
+#include "kernels/x86/avx512_basics.h"
 #include "kernels/x86/matmul_legacy_pack.h"
 #include "kernels/x86/tile_driver.h"
-
-// The weight rows are read as several interleaved streams (16 rows for Q4_0), which the hardware
-// prefetchers follow poorly: each kernel asks for the block kPrefetchBlocks ahead in every row
-// (every second block, 36-48 bytes apart, so no cache line is skipped). Measured on a single gemv
-// thread out of DRAM: Q4_0 ~4.6 -> ~6.5 GB/s.
-constexpr int64_t kPrefetchBlocks = 64;
-void prefetch_ahead(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
-
-int32_t load32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // --- Q4_0 ------------------------------------------------------------------------------------
 
 // A packed activation row: the quants of all blocks (32 bytes each), their scales as floats, and
 // -8 * the sum of each block's quants (the start value of vpdpbusd on the unsigned codes q; the
 // weights are q - 8).
-struct Q40 {
-  static constexpr int kR = 8;        // activation rows per tile
-  static constexpr int kOBlock = 64;  // weight rows kept in L2 while the activation tiles pass
-  static int64_t packed_row_bytes(int64_t n_in) { return round_up_64(n_in / kQK * (kQK + 8)); }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    const int64_t nb = n_in / kQK;
-    int8_t* qs = static_cast<int8_t*>(dst);
-    float* d = reinterpret_cast<float*>(qs + nb * kQK);
-    int32_t* off = reinterpret_cast<int32_t*>(d + nb);
-    for (int64_t b = 0; b < nb; ++b) {
-      LegacyActBlock a;
-      quantize_legacy_block_avx2(x + b * kQK, &a);
-      std::memcpy(qs + b * kQK, a.qs, kQK);
-      d[b] = a.d;
-      off[b] = -8 * a.sum;
-    }
-  }
+struct Q40 : Q40ActRow<-8> {
+  using Block = BlockQ4_0;
+  static constexpr int kBlockElems = kQK;
+  static constexpr int kGroupRows = 16;  // weight rows per tile, one per 32-bit lane
+  static constexpr int kR = 8;           // activation rows per tile
+  static constexpr int kOBlock = 64;     // weight rows kept in L2 while the activation tiles pass
 
   // Reference (dot_q4_0): acc = fma(float(exact block sum), dw * dx, acc) over the blocks. Lane i
   // of every vector belongs to weight row i of the group (rows >= n_valid repeat the last one and
@@ -77,21 +55,16 @@ struct Q40 {
   static void tile(const uint8_t* w, int64_t w_row_bytes, int n_valid, int64_t nb, const uint8_t* x,
                    int64_t x_row_bytes, float* y, int64_t y_stride) {
     int32_t row_off[16];
-    for (int i = 0; i < 16; ++i)
-      row_off[i] = static_cast<int32_t>((i < n_valid ? i : n_valid - 1) * w_row_bytes);
+    group_row_offsets(n_valid, w_row_bytes, row_off);
     const __m512i gather_idx = _mm512_loadu_si512(row_off);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const int8_t* xq[R];
     const float* xd[R];
     const int32_t* xoff[R];
+    rows<R>(x, x_row_bytes, nb, xq, xd, xoff);
     __m512 acc[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      xq[r] = reinterpret_cast<const int8_t*>(x + r * x_row_bytes);
-      xd[r] = reinterpret_cast<const float*>(xq[r] + nb * kQK);
-      xoff[r] = reinterpret_cast<const int32_t*>(xd[r] + nb);
-      acc[r] = _mm512_setzero_ps();
-    }
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = w + b * static_cast<int64_t>(sizeof(BlockQ4_0));
       if ((b & 1) == 0) {
@@ -131,8 +104,8 @@ struct Q40 {
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const int8_t* xb = xq[r] + b * kQK;
-          sum[r] = _mm512_dpbusd_epi32(sum[r], lo, _mm512_set1_epi32(load32(xb + 4 * k)));
-          sum[r] = _mm512_dpbusd_epi32(sum[r], hi, _mm512_set1_epi32(load32(xb + 16 + 4 * k)));
+          sum[r] = _mm512_dpbusd_epi32(sum[r], lo, _mm512_set1_epi32(load_i32(xb + 4 * k)));
+          sum[r] = _mm512_dpbusd_epi32(sum[r], hi, _mm512_set1_epi32(load_i32(xb + 16 + 4 * k)));
         }
       }
 #pragma GCC unroll 8
@@ -144,37 +117,6 @@ struct Q40 {
     const __mmask16 store = static_cast<__mmask16>((1u << n_valid) - 1);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * y_stride, store, acc[r]);
-  }
-
-  template <int R = kR>
-  static void dispatch(int rr, const uint8_t* w, int64_t w_row_bytes, int n_valid, int64_t nb,
-                       const uint8_t* x, int64_t x_row_bytes, float* y, int64_t y_stride) {
-    if (rr == R) {
-      tile<R>(w, w_row_bytes, n_valid, nb, x, x_row_bytes, y, y_stride);
-      return;
-    }
-    if constexpr (R > 1)
-      dispatch<R - 1>(rr, w, w_row_bytes, n_valid, nb, x, x_row_bytes, y, y_stride);
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t nb = w.n_in / kQK;
-    const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(BlockQ4_0));
-    const int64_t x_row_bytes = packed_row_bytes(w.n_in);
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    const uint8_t* x = static_cast<const uint8_t*>(xp);
-    for (int64_t ob = o_begin; ob < o_end; ob += kOBlock) {
-      const int64_t oe = ob + kOBlock < o_end ? ob + kOBlock : o_end;
-      for (int64_t r = 0; r < n_rows; r += kR) {
-        const int rr = static_cast<int>(n_rows - r < kR ? n_rows - r : kR);
-        for (int64_t o = ob; o < oe; o += 16) {
-          const int n_valid = static_cast<int>(oe - o < 16 ? oe - o : 16);
-          dispatch(rr, wd + o * row_bytes, row_bytes, n_valid, nb, x + r * x_row_bytes, x_row_bytes,
-                   y + r * y_stride + o, y_stride);
-        }
-      }
-    }
   }
 };
 
@@ -197,7 +139,7 @@ __m256i block_quants(const Block* b) {
       _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
                        _mm256_set1_epi8(0x0F));
   if constexpr (kFive) {
-    v = _mm256_mask_add_epi8(v, static_cast<__mmask32>(load32(b->qh)), v, _mm256_set1_epi8(0x10));
+    v = _mm256_mask_add_epi8(v, static_cast<__mmask32>(load_i32(b->qh)), v, _mm256_set1_epi8(0x10));
   }
   return v;
 }
@@ -212,8 +154,8 @@ __m512i block_quants_pair(const Block* b0, const Block* b1) {
   __m512i v =
       _mm512_and_si512(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(0x0F));
   if constexpr (kFive) {
-    const uint64_t bits = static_cast<uint32_t>(load32(b0->qh)) |
-                          static_cast<uint64_t>(static_cast<uint32_t>(load32(b1->qh))) << 32;
+    const uint64_t bits = static_cast<uint32_t>(load_i32(b0->qh)) |
+                          static_cast<uint64_t>(static_cast<uint32_t>(load_i32(b1->qh))) << 32;
     v = _mm512_mask_add_epi8(v, static_cast<__mmask64>(bits), v, _mm512_set1_epi8(0x10));
   }
   return v;
@@ -222,8 +164,10 @@ __m512i block_quants_pair(const Block* b0, const Block* b1) {
 // Reference (dot_q5_0, dot_q4_1, dot_q5_1): lane l = the 4 products at 4l..4l+3 of the block;
 // acc[l] = fma(dw * dx, lane, acc[l]); Q4_1 / Q5_1 also summs = fma(m, s, summs) and add it to
 // hsum8(acc) at the end.
-template <class Block, bool kFive, bool kMin>
+template <class BlockT, bool kFive, bool kMin>
 struct LegacyFamily {
+  using Block = BlockT;
+  static constexpr int kBlockElems = kQK;
   static constexpr int kW = 4, kR = 8;
   // nb blocks, then nb float scales, then (kMin) nb float s.
   static int64_t packed_row_bytes(int64_t n_in) {
@@ -257,16 +201,8 @@ struct LegacyFamily {
   static void tile_rows(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
                         int64_t x_row_bytes, float* y, int64_t y_stride) {
     const int64_t nb = n_in / kQK;
-    __m256 acc[W][R];
-    __m128 summs[W][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_setzero_ps();
-        summs[i][r] = _mm_setzero_ps();
-      }
-    }
+    __m256 acc[W][R] = {};
+    __m128 summs[W][R] = {};
     for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 8
       for (int i = 0; i < W; ++i) {
@@ -329,9 +265,8 @@ struct LegacyFamily {
       __m512 wd[P];
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
-        const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-        const Block* w0 = reinterpret_cast<const Block*>(w + 2 * p * w_row_bytes) + b;
-        const Block* w1 = reinterpret_cast<const Block*>(w + i1 * w_row_bytes) + b;
+        const Block *w0, *w1;
+        row_pair_blocks<Block, W>(w, w_row_bytes, p, b, &w0, &w1);
         wq[p] = block_quants_pair<Block, kFive>(w0, w1);
         wd[p] = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(w0->d)),
                                    _mm256_set1_ps(half_to_float(w1->d)), 1);
@@ -342,9 +277,8 @@ struct LegacyFamily {
         const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(s8), s8, 1);
 #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
-          const int i1 = 2 * p + 1 < W ? 2 * p + 1 : 2 * p;
-          const Block* w0 = reinterpret_cast<const Block*>(w + 2 * p * w_row_bytes) + b;
-          const Block* w1 = reinterpret_cast<const Block*>(w + i1 * w_row_bytes) + b;
+          const Block *w0, *w1;
+          row_pair_blocks<Block, W>(w, w_row_bytes, p, b, &w0, &w1);
           const __m512 m =
               _mm512_insertf32x8(_mm512_set1_ps(min_of(w0)), _mm256_set1_ps(min_of(w1)), 1);
           msum[p] = _mm512_fmadd_ps(m, s16, msum[p]);
@@ -379,38 +313,21 @@ struct LegacyFamily {
       }
     }
   }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK * static_cast<int64_t>(sizeof(Block));
-    gemm_tiled<LegacyFamily>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows,
-                             o_begin, o_end, y, y_stride);
-  }
 };
 
 using Q41 = LegacyFamily<BlockQ4_1, false, true>;
 using Q50 = LegacyFamily<BlockQ5_0, true, false>;
 using Q51 = LegacyFamily<BlockQ5_1, true, true>;
 
-template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
-  return {type, Isa::kAvx512, name, K::packed_row_bytes, K::pack_row, K::gemm};
-}
-
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx512"),
-    make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx512"),
-    make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx512"),
-    make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q40>(GgmlType::Q4_0, "q4_0_avx512"),
+                                     make_kernel<Q41>(GgmlType::Q4_1, "q4_1_avx512"),
+                                     make_kernel<Q50>(GgmlType::Q5_0, "q5_0_avx512"),
+                                     make_kernel<Q51>(GgmlType::Q5_1, "q5_1_avx512")};
 
 }  // namespace
 
 const MatmulKernel* avx512_legacy_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
+  return find_kernel(kKernels, type);
 }
 
 }  // namespace ponder

@@ -21,42 +21,14 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
 #include "kernels/x86/avx2_basics.h"
-#include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/avx512_basics.h"
+#include "kernels/x86/block_tile.h"
+#include "kernels/x86/kquant_act.h"
+#include "kernels/x86/q2q3_blocks.h"
 #include "kernels/x86/tile_driver.h"
-
-// Lane l of the result = lane l + lane l + 8 of v (exact integers).
-__m256i fold_halves(__m512i v) {
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-// A single weight row is one stream; asking for the super-block a few ahead (two lines, as a
-// block is 84 or 110 bytes) keeps it flowing from DRAM.
-constexpr int64_t kPrefetchBlocks = 4;
-void prefetch_block(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
-  _mm_prefetch(static_cast<const char*>(p) + 64, _MM_HINT_T1);
-}
-
-// pshufb masks (on the 16 byte scales broadcast to both 128-bit lanes) giving the 32 16-bit lanes
-// of vector v (elements 64v + [0, 64): chunks 2v and 2v + 1, two elements per lane) their
-// sub-block's scale, 4v + lane / 8.
-struct ScaleShuffle {
-  alignas(32) uint8_t m[4][32];
-};
-constexpr ScaleShuffle make_scale_shuffle() {
-  ScaleShuffle t{};
-  for (int v = 0; v < 4; ++v) {
-    for (int i = 0; i < 32; ++i) t.m[v][i] = static_cast<uint8_t>(4 * v + i / 8);
-  }
-  return t;
-}
-constexpr ScaleShuffle kScaleShuffle = make_scale_shuffle();
-
-__m512i vector_scales(__m256i scales2, int v) {
-  return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(
-      scales2, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleShuffle.m[v]))));
-}
 
 // The 2-bit codes of vector v = 2h + j (chunks c = 2v and 2v + 1, i.e. k = 2j and 2j + 1 of
 // half h): bits 2k..2k+1 of qs[32h + e], the lower 256 bits for k = 2j, the upper ones 2j + 1.
@@ -71,87 +43,27 @@ __m512i two_bit_codes(const uint8_t* qs, int v) {
 // --- Q2_K ------------------------------------------------------------------------------------
 
 // One super-block of a packed activation row.
-struct alignas(64) ActQ2K {
-  int8_t qs[kQK_K];
-  int16_t bsums[kQK_K / 16];
-  float d;
-};
-static_assert(sizeof(ActQ2K) == 320);
+using ActQ2K = ActBsums<64>;
 
-struct Q2K {
-  static constexpr int kW = 1, kR = 6;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * static_cast<int64_t>(sizeof(ActQ2K)));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ2K* a = static_cast<ActQ2K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b)
-      quantize_block_q8_K_avx2(x + b * kQK_K, &a[b].d, a[b].qs, a[b].bsums);
-  }
-
+struct Q2K : BlockTiled<Q2K, ActQ2K, BlockQ2_K, kQK_K, 6> {
   // Reference (dot_q2_K): acc[l] += (-dx * dmin) * (mins . bsums)[l], then acc[l] += (dx * d) *
   // lane l, lane l = sum over the 8 chunks of scale * (the 4 products at 4l..4l+3).
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc[W][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ2K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ2K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ2_K* wb = reinterpret_cast<const BlockQ2_K*>(w + i * w_row_bytes) + b;
-        prefetch_block(wb + kPrefetchBlocks);
-        const __m128i raw = load128(wb->scales);
-        const __m256i scales2 = _mm256_broadcastsi128_si256(_mm_and_si128(raw, m4));
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
-        const float wd = half_to_float(wb->d), wmin = half_to_float(wb->dmin);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const float dmin = -xa[r]->d * wmin;
-          const __m256i prod = _mm256_madd_epi16(mins, load256(xa[r]->bsums));
-          acc[i][r] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), acc[i][r]);
-        }
-        __m512i q[4], s[4];
+    prefetch_block(wb + kPrefetchBlocks);
+    const __m128i raw = load128(wb->scales);
+    const __m256i scales2 = _mm256_broadcastsi128_si256(_mm_and_si128(raw, m4));
+    const float wd = half_to_float(wb->d);
+    add_q2k_min_term<R>(wb, xa, acc);
+    __m512i q[4], s[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          q[v] = two_bit_codes(wb->qs, v);
-          s[v] = vector_scales(scales2, v);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int v = 0; v < 4; ++v) {
-            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[v], xq), s[v]);
-          }
-          const float d = xa[r]->d * wd;
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
-        }
-      }
+    for (int v = 0; v < 4; ++v) {
+      q[v] = two_bit_codes(wb->qs, v);
+      s[v] = vector_scales(scales2, v);
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
-    }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ2_K));
-    gemm_tiled<Q2K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
+    // maddubs: 16-bit sums of 2 products (<= 2 * 3 * 128).
+    add_super_block<R, false>(q, s, wd, xa, acc);
   }
 };
 
@@ -160,128 +72,37 @@ struct Q2K {
 // One super-block of a packed activation row: the Q8_K quants and scale, and for each pair of
 // quants 4 * their sum, which turns maddubs with the unsigned codes q (0..7) into products with
 // the weights q - 4.
-struct alignas(64) ActQ3K {
-  int8_t qs[kQK_K];
-  int16_t offs[kQK_K / 2];
-  float d;
-};
-static_assert(sizeof(ActQ3K) == 576);
+using ActQ3K = ActPairSums<64, 4>;
 
-// The 16 signed six-bit scales (sc - 32) of a Q3_K block as bytes (see the AVX2 file).
-__m128i q3_scales(const uint8_t* s) {
-  uint64_t lo;
-  uint32_t hi;
-  std::memcpy(&lo, s, 8);
-  std::memcpy(&hi, s + 8, 4);
-  constexpr uint64_t k4 = 0x0F0F0F0F0F0F0F0FULL;
-  constexpr uint32_t k2 = 0x03030303u;
-  const __m128i low =
-      _mm_set_epi64x(static_cast<int64_t>((lo >> 4) & k4), static_cast<int64_t>(lo & k4));
-  const __m128i high =
-      _mm_set_epi32(static_cast<int32_t>((hi >> 6) & k2), static_cast<int32_t>((hi >> 4) & k2),
-                    static_cast<int32_t>((hi >> 2) & k2), static_cast<int32_t>(hi & k2));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
-}
-
-struct Q3K {
-  static constexpr int kW = 1, kR = 6;
-  static int64_t packed_row_bytes(int64_t n_in) {
-    return round_up_64(n_in / kQK_K * static_cast<int64_t>(sizeof(ActQ3K)));
-  }
-
-  static void pack_row(const float* x, void* dst, int64_t n_in) {
-    ActQ3K* a = static_cast<ActQ3K*>(dst);
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      int16_t bsums[kQK_K / 16];
-      quantize_block_q8_K_avx2(x + b * kQK_K, &a[b].d, a[b].qs, bsums);
-      for (int i = 0; i < kQK_K / 2; ++i)
-        a[b].offs[i] = static_cast<int16_t>(4 * (a[b].qs[2 * i] + a[b].qs[2 * i + 1]));
-    }
-  }
-
+struct Q3K : BlockTiled<Q3K, ActQ3K, BlockQ3_K, kQK_K, 6> {
   // Reference (dot_q3_K): lane l = sum over the 8 chunks of scale * (the 4 products of q - 4 and
   // x at 4l..4l+3); acc[l] += (dx * d) * lane l. Bit 2 of the code of element 32c + e is bit c
   // of hmask[e].
-  template <int W, int R>
-  static void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_in, const uint8_t* x,
-                   int64_t x_row_bytes, float* y, int64_t y_stride) {
-    __m256 acc[W][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-      const ActQ3K* xa[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) xa[r] = reinterpret_cast<const ActQ3K*>(x + r * x_row_bytes) + b;
-#pragma GCC unroll 8
-      for (int i = 0; i < W; ++i) {
-        const BlockQ3_K* wb = reinterpret_cast<const BlockQ3_K*>(w + i * w_row_bytes) + b;
-        prefetch_block(wb + kPrefetchBlocks);
-        const __m256i scales2 = _mm256_broadcastsi128_si256(q3_scales(wb->scales));
-        const __m512i hmask = _mm512_broadcast_i64x4(load256(wb->hmask));
-        __m512i q[4], s[4];
+  template <int R>
+  static void block(int64_t, const Block* wb, Rows<R> xa, Acc<R> acc, Acc2<R>) {
+    prefetch_block(wb + kPrefetchBlocks);
+    const __m256i scales2 = _mm256_broadcastsi128_si256(q3_scales(wb->scales));
+    const __m512i hmask = _mm512_broadcast_i64x4(load256(wb->hmask));
+    __m512i q[4], s[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m512i bit =
-              _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * v))),
-                                 _mm256_set1_epi8(static_cast<char>(1 << (2 * v + 1))), 1);
-          const __m512i low = two_bit_codes(wb->qs, v);
-          q[v] = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(hmask, bit), low,
-                                      _mm512_set1_epi8(4));
-          s[v] = vector_scales(scales2, v);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          // maddubs: 16-bit sums of 2 products q * x (<= 2 * 7 * 128), minus 4 * (x + x');
-          // dpwssd: scale * 2 of those into each 32-bit lane.
-          __m512i sum = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int v = 0; v < 4; ++v) {
-            const __m512i xq = _mm512_loadu_si512(xa[r]->qs + 64 * v);
-            const __m512i off = _mm512_loadu_si512(xa[r]->offs + 32 * v);
-            sum = _mm512_dpwssd_epi32(sum, _mm512_sub_epi16(_mm512_maddubs_epi16(q[v], xq), off),
-                                      s[v]);
-          }
-          const float d = xa[r]->d * half_to_float(wb->d);
-          acc[i][r] =
-              _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_halves(sum)), acc[i][r]);
-        }
-      }
+    for (int v = 0; v < 4; ++v) {
+      const __m512i bit =
+          _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * v))),
+                             _mm256_set1_epi8(static_cast<char>(1 << (2 * v + 1))), 1);
+      const __m512i low = two_bit_codes(wb->qs, v);
+      q[v] = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(hmask, bit), low, _mm512_set1_epi8(4));
+      s[v] = vector_scales(scales2, v);
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < W; ++i) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) y[r * y_stride + i] = hsum8(acc[i][r]);
-    }
-  }
-
-  static void gemm(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t y_stride) {
-    const int64_t row_bytes = w.n_in / kQK_K * static_cast<int64_t>(sizeof(BlockQ3_K));
-    gemm_tiled<Q3K>(static_cast<const uint8_t*>(w.data), row_bytes, w.n_in, xp, n_rows, o_begin,
-                    o_end, y, y_stride);
+    // maddubs: 16-bit sums of 2 products q * x (<= 2 * 7 * 128), minus 4 * (x + x').
+    add_super_block<R, true>(q, s, half_to_float(wb->d), xa, acc);
   }
 };
 
-template <class K>
-constexpr MatmulKernel make_kernel(GgmlType type, const char* name) {
-  return {type, Isa::kAvx512, name, K::packed_row_bytes, K::pack_row, K::gemm};
-}
-
-constexpr MatmulKernel kKernels[] = {
-    make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx512"),
-    make_kernel<Q3K>(GgmlType::Q3_K, "q3_K_avx512"),
-};
+constexpr MatmulKernel kKernels[] = {make_kernel<Q2K>(GgmlType::Q2_K, "q2_K_avx512"),
+                                     make_kernel<Q3K>(GgmlType::Q3_K, "q3_K_avx512")};
 
 }  // namespace
 
-const MatmulKernel* avx512_q2q3_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx512_q2q3_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

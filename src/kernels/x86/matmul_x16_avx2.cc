@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/interleave.h"
 #include "kernels/weight_prefetch.h"
@@ -27,7 +28,11 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx2;  // of every kernel in this file
+
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/tile_driver.h"
 
 // Rows of an x16 group in one 256-bit vector (one "half").
 constexpr int kHalfRows = kX16Rows / 2;
@@ -43,29 +48,8 @@ struct alignas(64) ActX16 {
 };
 static_assert(sizeof(ActX16) == 320);
 
-int64_t packed_row_bytes(int64_t n_in) {
-  return n_in / kQK_K * static_cast<int64_t>(sizeof(ActX16));
-}
-
-void pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16* a = static_cast<ActX16*>(dst);
-  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-    BlockQ8_K q;
-    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-    std::memcpy(a[b].qs, q.qs, kQK_K);
-    std::memcpy(a[b].bsums, q.bsums, sizeof(a[b].bsums));
-    for (int c = 0; c < 8; ++c)
-      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
-    a[b].d = q.d;
-  }
-}
-
 // The 4 bytes at p as one 32-bit value in every lane.
-__m256i bcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+__m256i bcast4(const void* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 __m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
 __m128i load16(const void* p) { return _mm_load_si128(static_cast<const __m128i*>(p)); }
@@ -334,22 +318,6 @@ struct alignas(64) ActX16Q80 {
 };
 static_assert(sizeof(ActX16Q80) == 128);
 
-int64_t q8_0_packed_row_bytes(int64_t n_in) {
-  return n_in / 64 * static_cast<int64_t>(sizeof(ActX16Q80));
-}
-
-void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16Q80* a = static_cast<ActX16Q80*>(dst);
-  for (int64_t b = 0; b < n_in / kQK; ++b) {
-    BlockQ8_0 q;
-    quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
-    ActX16Q80& out = a[b / 2];
-    const int h = static_cast<int>(b % 2);
-    std::memcpy(out.qs + 32 * h, q.qs, kQK);
-    out.d[h] = _cvtsh_ss(q.d);
-  }
-}
-
 template <int R>
 void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
                 int64_t y_stride) {
@@ -400,100 +368,12 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 // Activation rows per pass over a group's weights: R int32 sums and R int16 sub-block sums (or R
 // int32 block sums) of a half, plus the unpacked weights, fit the 16 ymm registers.
 constexpr int kRows = 4;
+constexpr int kQ80PairRows = 0;  // no pairs of groups: their accumulators would not fit
 
-template <class Block, class Act, int kBlockElements, template <int> class Group>
-void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-              float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kBlockElements;
-  const Block* blocks = static_cast<const Block*>(w.x16);
-  const Act* x = static_cast<const Act*>(xp);
-  for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
-    const Block* wg = blocks + g * nb;
-    float* yg = y + g * kX16Rows;
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-      const Act* rows[kRows];
-      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = yg + r * y_stride;
-      switch (rr) {
-        case 4:
-          Group<4>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 3:
-          Group<3>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 2:
-          Group<2>::run(wg, nb, rows, yr, y_stride);
-          break;
-        default:
-          Group<1>::run(wg, nb, rows, yr, y_stride);
-          break;
-      }
-    }
-  }
-}
-
-template <int R>
-struct Q4KGroup {
-  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q4_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q5KGroup {
-  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q5_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q6KGroup {
-  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q6_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q80Group {
-  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
-                  int64_t s) {
-    q8_0_group<R>(w, nb, x, y, s);
-  }
-};
-
-void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ80X16, ActX16Q80, 64, Q80Group>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, Isa::kAvx2, "q4_K_x16_avx2", packed_row_bytes, pack_row, gemm_q4_K, true},
-    {GgmlType::Q5_K, Isa::kAvx2, "q5_K_x16_avx2", packed_row_bytes, pack_row, gemm_q5_K, true},
-    {GgmlType::Q6_K, Isa::kAvx2, "q6_K_x16_avx2", packed_row_bytes, pack_row, gemm_q6_K, true},
-    {GgmlType::Q8_0, Isa::kAvx2, "q8_0_x16_avx2", q8_0_packed_row_bytes, q8_0_pack_row, gemm_q8_0,
-     true},
-};
+#include "kernels/x86/x16_driver.h"
 
 }  // namespace
 
-const MatmulKernel* avx2_x16_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx2_x16_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/interleave.h"
 #include "kernels/weight_prefetch.h"
@@ -22,7 +23,16 @@
 namespace ponder {
 namespace {
 
+constexpr Isa kIsa = Isa::kAvx512;  // of every kernel in this file
+
+#include "kernels/x86/avx2_basics.h"
 #include "kernels/x86/q8_quantize_avx2.h"
+#include "kernels/x86/tile_driver.h"
+
+// The 4 activation bytes at x as one 32-bit value in every lane.
+__m512i bcast4(const int8_t* x) { return _mm512_set1_epi32(load_i32(x)); }
+
+__m512i load64(const void* p) { return _mm512_load_si512(p); }
 
 // One super-block of a packed activation row: the Q8_K quants and scale, -32 * each sum of 16
 // quants (the start value of a Q6_K sub-block, undoing its codes' offset of 32) and the sums of
@@ -35,40 +45,72 @@ struct alignas(64) ActX16 {
 };
 static_assert(sizeof(ActX16) == 384);
 
-int64_t packed_row_bytes(int64_t n_in) {
-  return n_in / kQK_K * static_cast<int64_t>(sizeof(ActX16));
-}
-
-void pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16* a = static_cast<ActX16*>(dst);
-  for (int64_t b = 0; b < n_in / kQK_K; ++b) {
-    BlockQ8_K q;
-    quantize_block_q8_K_avx2(x + b * kQK_K, &q.d, q.qs, q.bsums);
-    std::memcpy(a[b].qs, q.qs, kQK_K);
-    for (int s = 0; s < 16; ++s) a[b].q6_start[s] = -32 * q.bsums[s];
-    for (int c = 0; c < 8; ++c)
-      a[b].sums32[c] = static_cast<int16_t>(q.bsums[2 * c] + q.bsums[2 * c + 1]);
-    a[b].d = q.d;
-  }
-}
-
-// The 4 activation bytes at x as one 32-bit value in every lane.
-__m512i bcast4(const int8_t* x) {
-  int32_t v;
-  std::memcpy(&v, x, 4);
-  return _mm512_set1_epi32(v);
-}
-
-__m512i load64(const void* p) { return _mm512_load_si512(p); }
-
 // Software prefetch distance for the weight stream, in bytes (measured: 2-8 KiB all help, the
-// hardware prefetcher alone streams ~25% slower from DRAM).
+// hardware prefetcher alone streams ~25% slower from DRAM, on session 2's and 11's hosts), where
+// the machine streams faster with prefetches at all (kernels/weight_prefetch.h: on session 20's
+// Zen 4 host, none was 30-45% faster in decode).
 constexpr int64_t kPrefetchAhead = 4096;
 
 // Into L2 (T1), not L1: on Zen 4 decode ran 25% faster (BENCHMARKS.md session 11), the L1's few
 // outstanding misses left to the loads.
 void prefetch(bool on, const void* p) {
   if (on) _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
+
+// The super-block loop of the K-quant group kernels (x16 order): per block b, sums(wb, b, pf, t)
+// adds the 16 rows' exact integer sums (one 32-bit lane per row) into t[r] (pf: kPrefetchAhead
+// past wb, whose first five lines from kPrefetchFirst on are asked for here); then one fused
+// multiply-add per row, acc[r] += (d * dx) * t[r], and for the types with mins (Q4_K, Q5_K)
+// accm[r] += (dmin * dx) * (mins . sums32); the outputs are acc - accm (or acc).
+template <int R, int kPrefetchFirst, class Block, class Sums>
+[[gnu::always_inline]] inline void k_quant_group(const Block* w, int64_t nb,
+                                                 const ActX16* const x[R], float* y,
+                                                 int64_t y_stride, const Sums& sums) {
+  const bool pf_on = weight_prefetch();
+  constexpr bool kMins = requires(const Block& blk) { blk.mins; };
+  __m512 acc[R], accm[R];
+  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& wb = w[b];
+    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + kPrefetchFirst + 64 * i);
+    __m512i t[R] = {};
+    sums(wb, b, pf, t);
+    if constexpr (kMins) {
+      __m512i mins[4];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        mins[p] =
+            _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
+      const __m512 dmin =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m512i m = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          int32_t pair;
+          std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
+          m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
+        }
+        const __m512 dx = _mm512_set1_ps(x[r][b].d);
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+        accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
+      }
+    } else {
+      const __m512 d = _mm512_load_ps(wb.d);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 dx = _mm512_set1_ps(x[r][b].d);
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(y + r * y_stride, kMins ? _mm512_sub_ps(acc[r], accm[r]) : acc[r]);
+  }
 }
 
 // --- Q4_K --------------------------------------------------------------------------------------
@@ -81,58 +123,28 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
                 int64_t y_stride) {
   const bool pf_on = weight_prefetch();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[R], accm[R];
-  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 2048 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
-    for (int p = 0; p < 4; ++p) {
+  k_quant_group<R, 2048>(
+      w, nb, x, y, y_stride, [&](const BlockQ4KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+        for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        __m512i s[R];
-        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+          for (int h = 0; h < 2; ++h) {
+            __m512i s[R] = {};
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
-          const __m512i raw = load64(wb.qs[p][k]);
-          if (h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
-          const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
+            for (int k = 0; k < 8; ++k) {
+              const __m512i raw = load64(wb.qs[p][k]);
+              if (h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
+              const __m512i q = _mm512_and_si512(h == 0 ? raw : _mm512_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r)
-            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+              for (int r = 0; r < R; ++r)
+                s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[2 * p + h])));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
+          }
         }
-        const __m512i sc = _mm512_cvtepu8_epi32(
-            _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[2 * p + h])));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
-      }
-    }
-    __m512i mins[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      mins[p] =
-          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        int32_t pair;
-        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
-        m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
-      }
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
+      });
 }
 
 // --- Q5_K --------------------------------------------------------------------------------------
@@ -160,90 +172,60 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
   const bool pf_on = weight_prefetch();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m16 = _mm512_set1_epi8(0x10);
-  __m512 acc[R], accm[R];
-  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 2560 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
-    if constexpr (R < 4) {
-      // Few rows (decode): the block in memory order, lane by lane; each vpmaddubsw pair is
-      // scaled by vpdpwssd into t (the same exact integers as the sub-block sums below).
-      __m512i sc2[8];  // sub-block c's scale in both int16 halves of each row's lane
+  k_quant_group<R, 2560>(
+      w, nb, x, y, y_stride, [&](const BlockQ5KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+        if constexpr (R < 4) {
+          // Few rows (decode): the block in memory order, lane by lane; each vpmaddubsw pair is
+          // scaled by vpdpwssd into t (the same exact integers as the sub-block sums below).
+          __m512i sc2[8];  // sub-block c's scale in both int16 halves of each row's lane
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        const __m512i v =
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
-        sc2[c] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
-      }
-#pragma GCC unroll 8
-      for (int l = 0; l < 8; ++l) {
-        const __m512i hb = load64(wb.q[l][4]);
-        for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
-        __m512i lane[R];  // one dependency chain per lane, added into t after it
-        for (int r = 0; r < R; ++r) lane[r] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m512i raw = load64(wb.q[l][v]);
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const int c = 2 * v + h;
-            const __m512i q = q5_codes(raw, hb, c, m4, m16);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-              const __m512i prod = _mm512_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
-              lane[r] = _mm512_dpwssd_epi32(lane[r], prod, sc2[c]);
-            }
+          for (int c = 0; c < 8; ++c) {
+            const __m512i v = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
+            sc2[c] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
           }
-        }
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], lane[r]);
-      }
-    } else {
+#pragma GCC unroll 8
+          for (int l = 0; l < 8; ++l) {
+            const __m512i hb = load64(wb.q[l][4]);
+            for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
+            __m512i lane[R];  // one dependency chain per lane, added into t after it
+            for (int r = 0; r < R; ++r) lane[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) {
+              const __m512i raw = load64(wb.q[l][v]);
+#pragma GCC unroll 2
+              for (int h = 0; h < 2; ++h) {
+                const int c = 2 * v + h;
+                const __m512i q = q5_codes(raw, hb, c, m4, m16);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                  const __m512i prod = _mm512_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+                  lane[r] = _mm512_dpwssd_epi32(lane[r], prod, sc2[c]);
+                }
+              }
+            }
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], lane[r]);
+          }
+        } else {
       // Many rows (prompts): sub-block by sub-block, one vpdpbusd per lane and row, one vpmulld.
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        __m512i s[R];
-        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+          for (int c = 0; c < 8; ++c) {
+            __m512i s[R] = {};
 #pragma GCC unroll 8
-        for (int l = 0; l < 8; ++l) {
-          if (c < 5) prefetch(pf_on, pf + 320 * l + 64 * c);
-          const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
+            for (int l = 0; l < 8; ++l) {
+              if (c < 5) prefetch(pf_on, pf + 320 * l + 64 * c);
+              const __m512i q = q5_codes(load64(wb.q[l][c / 2]), load64(wb.q[l][4]), c, m4, m16);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r)
-            s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+              for (int r = 0; r < R; ++r)
+                s[r] = _mm512_dpbusd_epi32(s[r], q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
+          }
         }
-        const __m512i sc =
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[c])));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(s[r], sc));
-      }
-    }
-    __m512i mins[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      mins[p] =
-          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.mins[p])));
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.d)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        int32_t pair;
-        std::memcpy(&pair, x[r][b].sums32 + 2 * p, 4);
-        m = _mm512_dpwssd_epi32(m, mins[p], _mm512_set1_epi32(pair));
-      }
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-      accm[r] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), accm[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, _mm512_sub_ps(acc[r], accm[r]));
+      });
 }
 
 // --- Q6_K --------------------------------------------------------------------------------------
@@ -255,51 +237,39 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m6 = _mm512_set1_epi8(0x3F);
   const __m512i m2 = _mm512_set1_epi8(0x03);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ6KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 3072 + 64 * i);
-    __m512i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm512_setzero_si512();
+  k_quant_group<R, 3072>(
+      w, nb, x, y, y_stride, [&](const BlockQ6KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
 #pragma GCC unroll 2
-    for (int s = 0; s < 16; ++s) {
-      const __m512i r0 = load64(wb.q[s][0]);
-      const __m512i r1 = load64(wb.q[s][1]);
-      const __m512i r2 = load64(wb.q[s][2]);
-      prefetch(pf_on, pf + 192 * s);
-      prefetch(pf_on, pf + 192 * s + 64);
-      prefetch(pf_on, pf + 192 * s + 128);
-      const __m512i v0 = _mm512_and_si512(r0, m6);
-      const __m512i v1 = _mm512_and_si512(r1, m6);
-      const __m512i v2 = _mm512_and_si512(r2, m6);
-      // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b : c)
-      const __m512i low4 =
-          _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6), _mm512_srli_epi16(r1, 4), 0xCA);
-      const __m512i v3 =
-          _mm512_and_si512(_mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
-      const __m512i sc =
-          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
+        for (int s = 0; s < 16; ++s) {
+          const __m512i r0 = load64(wb.q[s][0]);
+          const __m512i r1 = load64(wb.q[s][1]);
+          const __m512i r2 = load64(wb.q[s][2]);
+          prefetch(pf_on, pf + 192 * s);
+          prefetch(pf_on, pf + 192 * s + 64);
+          prefetch(pf_on, pf + 192 * s + 128);
+          const __m512i v0 = _mm512_and_si512(r0, m6);
+          const __m512i v1 = _mm512_and_si512(r1, m6);
+          const __m512i v2 = _mm512_and_si512(r2, m6);
+          // bits 0-1 from r0 >> 6, 2-3 from r1 >> 4, 4-5 from r2 >> 2 (0xCA: bitwise select a ? b :
+          // c)
+          const __m512i low4 = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(r0, 6),
+                                                         _mm512_srli_epi16(r1, 4), 0xCA);
+          const __m512i v3 = _mm512_and_si512(
+              _mm512_ternarylogic_epi32(m4, low4, _mm512_srli_epi16(r2, 2), 0xCA), m6);
+          const __m512i sc =
+              _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(wb.scales[s])));
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const int8_t* xq = x[r][b].qs + 16 * s;
-        __m512i sum = _mm512_set1_epi32(x[r][b].q6_start[s]);
-        sum = _mm512_dpbusd_epi32(sum, v0, bcast4(xq));
-        sum = _mm512_dpbusd_epi32(sum, v1, bcast4(xq + 4));
-        sum = _mm512_dpbusd_epi32(sum, v2, bcast4(xq + 8));
-        sum = _mm512_dpbusd_epi32(sum, v3, bcast4(xq + 12));
-        t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(sum, sc));
-      }
-    }
-    const __m512 d = _mm512_load_ps(wb.d);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 dx = _mm512_set1_ps(x[r][b].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(t[r]), acc[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+          for (int r = 0; r < R; ++r) {
+            const int8_t* xq = x[r][b].qs + 16 * s;
+            __m512i sum = _mm512_set1_epi32(x[r][b].q6_start[s]);
+            sum = _mm512_dpbusd_epi32(sum, v0, bcast4(xq));
+            sum = _mm512_dpbusd_epi32(sum, v1, bcast4(xq + 4));
+            sum = _mm512_dpbusd_epi32(sum, v2, bcast4(xq + 8));
+            sum = _mm512_dpbusd_epi32(sum, v3, bcast4(xq + 12));
+            t[r] = _mm512_add_epi32(t[r], _mm512_mullo_epi32(sum, sc));
+          }
+        }
+      });
 }
 
 // --- Q8_0 --------------------------------------------------------------------------------------
@@ -312,25 +282,6 @@ struct alignas(64) ActX16Q80 {
   float d[2];
 };
 static_assert(sizeof(ActX16Q80) == 128);
-
-int64_t q8_0_packed_row_bytes(int64_t n_in) {
-  return n_in / 64 * static_cast<int64_t>(sizeof(ActX16Q80));
-}
-
-void q8_0_pack_row(const float* x, void* dst, int64_t n_in) {
-  ActX16Q80* a = static_cast<ActX16Q80*>(dst);
-  for (int64_t b = 0; b < n_in / kQK; ++b) {
-    BlockQ8_0 q;
-    quantize_block_q8_0_avx2(x + b * kQK, &q.d, q.qs);
-    ActX16Q80& out = a[b / 2];
-    const int h = static_cast<int>(b % 2);
-    std::memcpy(out.qs + 32 * h, q.qs, kQK);
-    int32_t sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += q.qs[i];
-    out.start[h] = -128 * sum;
-    out.d[h] = _cvtsh_ss(q.d);
-  }
-}
 
 template <int R>
 void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], float* y,
@@ -423,175 +374,14 @@ void q8_0_group_pair(const BlockQ80X16* w0, const BlockQ80X16* w1, int64_t nb,
 
 // Activation rows per pass over a group's weights (their unpacked vectors are reused this often).
 constexpr int kRows = 8;
+// Q8_0 groups in pairs (q8_0_group_pair), up to 6 activation rows a pass: twice the accumulators
+// of a single group must fit the 32 registers.
+constexpr int kQ80PairRows = 6;
 
-template <class Block, class Act, int kBlockElements, template <int> class Group>
-void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-              float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kBlockElements;
-  const Block* blocks = static_cast<const Block*>(w.x16);
-  const Act* x = static_cast<const Act*>(xp);
-  for (int64_t g = o_begin / kX16Rows; g < o_end / kX16Rows; ++g) {
-    const Block* wg = blocks + g * nb;
-    float* yg = y + g * kX16Rows;
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-      const Act* rows[kRows];
-      const int rr = static_cast<int>(n_rows - r < kRows ? n_rows - r : kRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = yg + r * y_stride;
-      switch (rr) {
-        case 8:
-          Group<8>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 7:
-          Group<7>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 6:
-          Group<6>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 5:
-          Group<5>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 4:
-          Group<4>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 3:
-          Group<3>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 2:
-          Group<2>::run(wg, nb, rows, yr, y_stride);
-          break;
-        default:
-          Group<1>::run(wg, nb, rows, yr, y_stride);
-          break;
-      }
-    }
-  }
-}
-
-// Pairs of groups (32 output rows) with up to kPairRows activation rows per pass (twice the
-// accumulators of a single group must fit the 32 registers); a lone last group goes to gemm_x16.
-// Bitwise gemm_x16's results: each output's operations are the same.
-template <class Block, class Act, int kBlockElements, int kPairRows, template <int> class Pair,
-          template <int> class Group>
-void gemm_x16_pairs(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin,
-                    int64_t o_end, float* y, int64_t y_stride) {
-  const int64_t nb = w.n_in / kBlockElements;
-  const Block* blocks = static_cast<const Block*>(w.x16);
-  const Act* x = static_cast<const Act*>(xp);
-  int64_t g = o_begin / kX16Rows;
-  const int64_t g_end = o_end / kX16Rows;
-  for (; g + 2 <= g_end; g += 2) {
-    const Block* wg = blocks + g * nb;
-    float* yg = y + g * kX16Rows;
-    for (int64_t r = 0; r < n_rows; r += kPairRows) {
-      const Act* rows[kPairRows];
-      const int rr = static_cast<int>(n_rows - r < kPairRows ? n_rows - r : kPairRows);
-      for (int i = 0; i < rr; ++i) rows[i] = x + (r + i) * nb;
-      float* yr = yg + r * y_stride;
-      switch (rr) {
-        case 8:
-          if constexpr (kPairRows >= 8) Pair<8>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 7:
-          if constexpr (kPairRows >= 7) Pair<7>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 6:
-          if constexpr (kPairRows >= 6) Pair<6>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 5:
-          Pair<5>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 4:
-          Pair<4>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 3:
-          Pair<3>::run(wg, nb, rows, yr, y_stride);
-          break;
-        case 2:
-          Pair<2>::run(wg, nb, rows, yr, y_stride);
-          break;
-        default:
-          Pair<1>::run(wg, nb, rows, yr, y_stride);
-          break;
-      }
-    }
-  }
-  if (g < g_end) {
-    gemm_x16<Block, Act, kBlockElements, Group>(w, xp, n_rows, g * kX16Rows, g_end * kX16Rows, y,
-                                                y_stride);
-  }
-}
-
-template <int R>
-struct Q80Pair {
-  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
-                  int64_t s) {
-    q8_0_group_pair<R>(w, w + nb, nb, x, y, s);
-  }
-};
-
-template <int R>
-struct Q4KGroup {
-  static void run(const BlockQ4KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q4_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q5KGroup {
-  static void run(const BlockQ5KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q5_K_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q80Group {
-  static void run(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const* x, float* y,
-                  int64_t s) {
-    q8_0_group<R>(w, nb, x, y, s);
-  }
-};
-template <int R>
-struct Q6KGroup {
-  static void run(const BlockQ6KX16* w, int64_t nb, const ActX16* const* x, float* y, int64_t s) {
-    q6_K_group<R>(w, nb, x, y, s);
-  }
-};
-
-void gemm_q4_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ4KX16, ActX16, kQK_K, Q4KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q5_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ5KX16, ActX16, kQK_K, Q5KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-void gemm_q8_0(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16_pairs<BlockQ80X16, ActX16Q80, 64, 6, Q80Pair, Q80Group>(w, xp, n_rows, o_begin, o_end, y,
-                                                                   y_stride);
-}
-
-void gemm_q6_K(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_begin, int64_t o_end,
-               float* y, int64_t y_stride) {
-  gemm_x16<BlockQ6KX16, ActX16, kQK_K, Q6KGroup>(w, xp, n_rows, o_begin, o_end, y, y_stride);
-}
-
-constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, Isa::kAvx512, "q4_K_x16_avx512", packed_row_bytes, pack_row, gemm_q4_K, true},
-    {GgmlType::Q5_K, Isa::kAvx512, "q5_K_x16_avx512", packed_row_bytes, pack_row, gemm_q5_K, true},
-    {GgmlType::Q6_K, Isa::kAvx512, "q6_K_x16_avx512", packed_row_bytes, pack_row, gemm_q6_K, true},
-    {GgmlType::Q8_0, Isa::kAvx512, "q8_0_x16_avx512", q8_0_packed_row_bytes, q8_0_pack_row,
-     gemm_q8_0, true},
-};
+#include "kernels/x86/x16_driver.h"
 
 }  // namespace
 
-const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type) {
-  for (const MatmulKernel& k : kKernels) {
-    if (k.type == type) return &k;
-  }
-  return nullptr;
-}
+const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type) { return find_kernel(kKernels, type); }
 
 }  // namespace ponder

@@ -61,9 +61,10 @@ inline void quantize_block_q8_K_avx2(const float* x, float* d_out, int8_t* qs, i
   *d_out = 1.0f / iscale;
 }
 
-// Q8_0 (quantize_q8_legacy of the reference): amax of the block, d = f16(amax / 127),
-// id = 127 / amax (0 for an all-zero block), q = round_even(x * id) (always within -127..127).
-inline void quantize_block_q8_0_avx2(const float* x, uint16_t* d_out, int8_t* qs) {
+// The quants of one block of 32 as quantize_q8_legacy of the reference rounds them: amax of the
+// block, d = amax / 127 (returned unrounded in *d_out), id = 127 / amax (0 for an all-zero block),
+// q = round_even(x * id) (always within -127..127), in element order.
+inline __m256i q8_0_quants_avx2(const float* x, float* d_out) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   __m256 v[4];
   __m256 vmax = _mm256_setzero_ps();
@@ -75,13 +76,19 @@ inline void quantize_block_q8_0_avx2(const float* x, uint16_t* d_out, int8_t* qs
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
   const float amax = _mm_cvtss_f32(m4);
-  const float d = amax / 127.0f;
+  *d_out = amax / 127.0f;
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  *d_out = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
   const __m256 vid = _mm256_set1_ps(id);
   __m256i q[4];
   for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
-  __m256i q8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-  q8 = _mm256_permutevar8x32_epi32(q8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), q8);
+  const __m256i q8 =
+      _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  return _mm256_permutevar8x32_epi32(q8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Q8_0 (quantize_q8_legacy of the reference): the quants above and d stored as f16.
+inline void quantize_block_q8_0_avx2(const float* x, uint16_t* d_out, int8_t* qs) {
+  float d;
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), q8_0_quants_avx2(x, &d));
+  *d_out = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
 }
