@@ -14,6 +14,7 @@ namespace ponder {
 namespace {
 
 #include "kernels/ggml_exp.h"
+#include "kernels/x86/ggml_math_blocks.h"
 #include "kernels/x86/vec_traits.h"
 
 // 2^e for integer-valued floats e in [-126, 127], built in the exponent field.
@@ -39,32 +40,22 @@ __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(scaled, limit, big);
 }
 
+// The reduce16 order of ggml_math.cc: lanes l + 8 and l, then halves, then (0 + 2) + (1 + 3).
+float reduce16(const float* p) {
+  const __m256 t8 = _mm256_add_ps(_mm256_loadu_ps(p + 8), _mm256_loadu_ps(p));
+  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+  const __m128 s = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
 }  // namespace
 
 void swiglu_blocks_avx2(const float* gate, const float* up, int64_t n16, float* out) {
-  for (int64_t i = 0; i < n16; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
-    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
-  }
+  swiglu_lanes<F32xN<8>>(gate, up, n16, out, exp8);
 }
 
 double softmax_exp_blocks_avx2(const float* x, float max, int64_t n16, float* y) {
-  double sum = 0;
-  const __m256 m = _mm256_set1_ps(max);
-  for (int64_t i = 0; i < n16; i += 16) {
-    const __m256 lo = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-    const __m256 hi = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m));
-    _mm256_storeu_ps(y + i, lo);
-    _mm256_storeu_ps(y + i + 8, hi);
-    // The reduce16 order of ggml_math.cc: lanes l + 8 and l, then halves, then (0+2) + (1+3).
-    const __m256 t8 = _mm256_add_ps(hi, lo);
-    const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
-    const __m128 s = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    sum += static_cast<double>(_mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))));
-  }
-  return sum;
+  return softmax_exp_lanes<F32xN<8>>(x, max, n16, y, exp8, reduce16);
 }
 
 }  // namespace ponder

@@ -11,6 +11,7 @@ namespace ponder {
 namespace {
 
 #include "kernels/ggml_exp.h"
+#include "kernels/x86/ggml_math_blocks.h"
 #include "kernels/x86/vec_traits.h"
 
 __m512 exp16(__m512 x) {
@@ -36,23 +37,12 @@ float reduce16(__m512 a) {
 }  // namespace
 
 void swiglu_blocks_avx512(const float* gate, const float* up, int64_t n16, float* out) {
-  for (int64_t i = 0; i < n16; i += 16) {
-    const __m512 g = _mm512_loadu_ps(gate + i);
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
-    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-    _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
-  }
+  swiglu_lanes<F32xN<16>>(gate, up, n16, out, exp16);
 }
 
 double softmax_exp_blocks_avx512(const float* x, float max, int64_t n16, float* y) {
-  double sum = 0;
-  const __m512 m = _mm512_set1_ps(max);
-  for (int64_t i = 0; i < n16; i += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
-    _mm512_storeu_ps(y + i, e);
-    sum += static_cast<double>(reduce16(e));
-  }
-  return sum;
+  return softmax_exp_lanes<F32xN<16>>(x, max, n16, y, exp16,
+                                      [](const float* p) { return reduce16(_mm512_loadu_ps(p)); });
 }
 
 }  // namespace ponder

@@ -83,49 +83,28 @@ void prefetch(bool on, const void* p) {
 
 // --- Q4_K --------------------------------------------------------------------------------------
 
-// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16. Sub-blocks
-// go one at a time (low nibbles of a pair, then high); each sub-block's products of a half sum in
-// one int16 register per activation row, so each unpacked weight vector serves all R rows.
-template <int R>
-void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
-                int64_t y_stride) {
-  const bool pf_on = R == 1 && weight_prefetch();
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+// The super-block loop of the types with mins (Q4_K, Q5_K), both halves of a group: sums(wb, b,
+// row0, hf, pf, t) leaves in t[r] a half's exact integer sum sum_c sc[c] * (sub-block c's products)
+// for activation row r; then per half and row one fused multiply-add for t and one for the mins,
+// acc += (d * dx) * t, accm += (dmin * dx) * (mins . sums32), and the outputs are acc - accm.
+template <int R, int kPrefetchFirst, class Block, class Sums>
+[[gnu::always_inline]] inline void k_mins_group(const Block* w, int64_t nb,
+                                                const ActX16* const x[R], float* y,
+                                                int64_t y_stride, bool pf_on, const Sums& sums) {
   __m256 acc[R][2], accm[R][2];
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) acc[r][hf] = accm[r][hf] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4KX16& wb = w[b];
+    const Block& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 2048 + 64 * i);
+    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + kPrefetchFirst + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
       __m256i t[R];
       for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
-      for (int p = 0; p < 4; ++p) {
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          __m256i s[R];  // int16: at most 8 * 2 * 15 * 127
-#pragma GCC unroll 8
-          for (int k = 0; k < 8; ++k) {
-            const __m256i raw = load32(wb.qs[p][k][row0]);
-            if (R == 1 && hf == 0 && h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
-            const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-              const __m256i prod =
-                  _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
-              s[r] = k == 0 ? prod : _mm256_add_epi16(s[r], prod);
-              keep_in_register(s[r]);
-            }
-          }
-          const __m256i sc = scale_pairs_u8(wb.scales[2 * p + h] + row0);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(s[r], sc));
-        }
-      }
+      sums(wb, b, row0, hf, pf, t);
       // mins[p]: the int16 pairs (m[2p], m[2p + 1]) of the half's rows.
       __m256i mins[4];
 #pragma GCC unroll 4
@@ -151,6 +130,42 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   }
 }
 
+// Outputs of one group of 16 rows for R activation rows: y[r * y_stride + j], j < 16. Sub-blocks
+// go one at a time (low nibbles of a pair, then high); each sub-block's products of a half sum in
+// one int16 register per activation row, so each unpacked weight vector serves all R rows.
+template <int R>
+void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
+                int64_t y_stride) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  k_mins_group<R, 2048>(
+      w, nb, x, y, y_stride, R == 1 && weight_prefetch(),
+      [&](const BlockQ4KX16& wb, int64_t b, int row0, int hf, const char* pf, __m256i(&t)[R]) {
+        const bool pf_on = R == 1 && hf == 0 && weight_prefetch();
+        for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            __m256i s[R];  // int16: at most 8 * 2 * 15 * 127
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+              const __m256i raw = load32(wb.qs[p][k][row0]);
+              if (h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
+              const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+              for (int r = 0; r < R; ++r) {
+                const __m256i prod =
+                    _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 64 * p + 32 * h + 4 * k));
+                s[r] = k == 0 ? prod : _mm256_add_epi16(s[r], prod);
+                keep_in_register(s[r]);
+              }
+            }
+            const __m256i sc = scale_pairs_u8(wb.scales[2 * p + h] + row0);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(s[r], sc));
+          }
+        }
+      });
+}
+
 // --- Q5_K --------------------------------------------------------------------------------------
 
 // Q5_K in the x16 order (dot_q5_K_x16_order), on the layout the AVX-512 kernel reads: per half
@@ -161,73 +176,40 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 template <int R>
 void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
-  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m16 = _mm256_set1_epi8(0x10);
-  __m256 acc[R][2], accm[R][2];
-  for (int r = 0; r < R; ++r) {
-    for (int hf = 0; hf < 2; ++hf) acc[r][hf] = accm[r][hf] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5KX16& wb = w[b];
-    const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 2560 + 64 * i);
-#pragma GCC unroll 2
-    for (int hf = 0; hf < 2; ++hf) {
-      const int row0 = kHalfRows * hf;
-      __m256i sc2[8];
+  k_mins_group<R, 2560>(
+      w, nb, x, y, y_stride, R == 1 && weight_prefetch(),
+      [&](const BlockQ5KX16& wb, int64_t b, int row0, int hf, const char* pf, __m256i(&t)[R]) {
+        const bool pf_on = R == 1 && hf == 0 && weight_prefetch();
+        __m256i sc2[8];
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) sc2[c] = scale_pairs_u8(wb.scales[c] + row0);
-      __m256i t[R];
-      for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) sc2[c] = scale_pairs_u8(wb.scales[c] + row0);
 #pragma GCC unroll 8
-      for (int l = 0; l < 8; ++l) {
-        const __m256i hb = load32(wb.q[l][4][row0]);
-        if (R == 1 && hf == 0) {
-          for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
-        }
+        for (int l = 0; l < 8; ++l) {
+          const __m256i hb = load32(wb.q[l][4][row0]);
+          for (int i = 0; i < 5 && pf_on; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m256i raw = load32(wb.q[l][v][row0]);
+          for (int v = 0; v < 4; ++v) {
+            const __m256i raw = load32(wb.q[l][v][row0]);
 #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const int c = 2 * v + h;
-            const __m256i nib = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
-            const __m256i hs = c < 4    ? _mm256_slli_epi16(hb, 4 - c)
-                               : c == 4 ? hb
-                                        : _mm256_srli_epi16(hb, c - 4);
-            const __m256i q = _mm256_or_si256(nib, _mm256_and_si256(hs, m16));
+            for (int h = 0; h < 2; ++h) {
+              const int c = 2 * v + h;
+              const __m256i nib = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
+              const __m256i hs = c < 4    ? _mm256_slli_epi16(hb, 4 - c)
+                                 : c == 4 ? hb
+                                          : _mm256_srli_epi16(hb, c - 4);
+              const __m256i q = _mm256_or_si256(nib, _mm256_and_si256(hs, m16));
 #pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-              const __m256i prod = _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
-              t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(prod, sc2[c]));
-              keep_in_register(t[r]);
+              for (int r = 0; r < R; ++r) {
+                const __m256i prod = _mm256_maddubs_epi16(q, bcast4(x[r][b].qs + 32 * c + 4 * l));
+                t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(prod, sc2[c]));
+                keep_in_register(t[r]);
+              }
             }
           }
         }
-      }
-      __m256i mins[4];
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) mins[p] = _mm256_cvtepu8_epi16(load16(wb.mins[p][row0]));
-      const __m256 d = _mm256_cvtph_ps(load16(wb.d + row0));
-      const __m256 dmin = _mm256_cvtph_ps(load16(wb.dmin + row0));
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        __m256i m = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p)
-          m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[p], bcast4(x[r][b].sums32 + 2 * p)));
-        const __m256 dx = _mm256_set1_ps(x[r][b].d);
-        acc[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(t[r]), acc[r][hf]);
-        accm[r][hf] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(m), accm[r][hf]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int hf = 0; hf < 2; ++hf) {
-      _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, _mm256_sub_ps(acc[r][hf], accm[r][hf]));
-    }
-  }
+      });
 }
 
 // --- Q6_K --------------------------------------------------------------------------------------

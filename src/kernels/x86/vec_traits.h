@@ -36,4 +36,21 @@ struct F32xN {
     if constexpr (k8) return _mm256_sub_ps(a, b);
     if constexpr (!k8) return _mm512_sub_ps(a, b);
   }
+  static constexpr int kWidth = kLanes;
+  static F add(F a, F b) {
+    if constexpr (k8) return _mm256_add_ps(a, b);
+    if constexpr (!k8) return _mm512_add_ps(a, b);
+  }
+  static F div(F a, F b) {
+    if constexpr (k8) return _mm256_div_ps(a, b);
+    if constexpr (!k8) return _mm512_div_ps(a, b);
+  }
+  static F loadu(const float* p) {
+    if constexpr (k8) return _mm256_loadu_ps(p);
+    if constexpr (!k8) return _mm512_loadu_ps(p);
+  }
+  static void storeu(float* p, F a) {
+    if constexpr (k8) _mm256_storeu_ps(p, a);
+    if constexpr (!k8) _mm512_storeu_ps(p, a);
+  }
 };
