@@ -17,6 +17,16 @@
 namespace ponder {
 namespace {
 
+// The K and V rows of positions [b0, b0 + nb) as a block's row pointers.
+template <class T>
+void block_rows(const std::vector<std::vector<T>>& k, const std::vector<std::vector<T>>& v, int b0,
+                int nb, const T* kr[16], const T* vr[16]) {
+  for (int p = 0; p < nb; ++p) {
+    kr[p] = k[static_cast<size_t>(b0 + p)].data();
+    vr[p] = v[static_cast<size_t>(b0 + p)].data();
+  }
+}
+
 std::vector<const BlockAttentionKernels*> all_kernels() {
   std::vector<const BlockAttentionKernels*> k = {&block_attention_kernels_scalar()};
   if (block_attention_kernels_avx2() != nullptr) k.push_back(block_attention_kernels_avx2());
@@ -62,10 +72,7 @@ struct Case {
       const int nb = std::min(16, n - b0);
       const uint16_t* kr[16];
       const uint16_t* vr[16];
-      for (int p = 0; p < nb; ++p) {
-        kr[p] = k[static_cast<size_t>(b0 + p)].data();
-        vr[p] = v[static_cast<size_t>(b0 + p)].data();
-      }
+      block_rows(k, v, b0, nb, kr, vr);
       kern.convert_block(kr, nb, hd, hdp, kf.data());
       kern.convert_block(vr, nb, hd, hdp, vf.data());
       kern.attend_block(kf.data(), vf.data(), q.data(), nb, hdp, scale, st);
@@ -300,10 +307,7 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
               const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
               const uint8_t* kr[16];
               const uint8_t* vr[16];
-              for (int p = 0; p < nb; ++p) {
-                kr[p] = k[static_cast<size_t>(b0 + p)].data();
-                vr[p] = v[static_cast<size_t>(b0 + p)].data();
-              }
+              block_rows(k, v, b0, nb, kr, vr);
               ref.convert_block_q8_0(kr, nb, hd, hd, kf.data());
               ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
               for (int i = 0; i < n_q; ++i) {
@@ -540,10 +544,7 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             last_valid = b0 + valid;
             const uint16_t* kr[kAttnStepBf16];
             const uint16_t* vr[kAttnStepBf16];
-            for (int p = 0; p < nb; ++p) {
-              kr[p] = k[static_cast<size_t>(b0 + p)].data();
-              vr[p] = v[static_cast<size_t>(b0 + p)].data();
-            }
+            block_rows(k, v, b0, nb, kr, vr);
             for (int i = 0; i < n_q; ++i) {
               ref.attend_block_bf16kv(kr, vr, valid, qb.data() + i * hdp32, hd, hdp32, scale,
                                       want.st[static_cast<size_t>(i)]);

@@ -129,6 +129,33 @@ void run_kernel(const MatmulKernel& k, const WeightView& w, const float* x, int6
   k.gemm(w, xp.data(), n_rows, o_begin, o_end, y, w.n_out);
 }
 
+// Runs the reference and kernel k on the same rows; succeeds when every output has the same bits.
+// The kernel's outputs go to *y when given.
+testing::AssertionResult same_bits_as_reference(const MatmulKernel& ref, const MatmulKernel& k,
+                                                const WeightView& w, const float* x, int64_t n_rows,
+                                                std::vector<float>* y = nullptr) {
+  std::vector<float> y_ref(static_cast<size_t>(n_rows * w.n_out), NAN), y_k(y_ref.size(), NAN);
+  run_kernel(ref, w, x, n_rows, 0, w.n_out, y_ref.data());
+  run_kernel(k, w, x, n_rows, 0, w.n_out, y_k.data());
+  for (size_t e = 0; e < y_k.size(); ++e) {
+    if (std::memcmp(&y_k[e], &y_ref[e], sizeof(float)) != 0) {
+      return testing::AssertionFailure() << "row " << e / w.n_out << " out " << e % w.n_out << ": "
+                                         << y_k[e] << " vs " << y_ref[e];
+    }
+  }
+  if (y != nullptr) *y = std::move(y_k);
+  return testing::AssertionSuccess();
+}
+
+// The (type, ISA) cases of every type with every ISA.
+std::vector<Case> cases_of(std::initializer_list<GgmlType> types, std::initializer_list<Isa> isas) {
+  std::vector<Case> cases;
+  for (GgmlType t : types) {
+    for (Isa isa : isas) cases.push_back({t, isa});
+  }
+  return cases;
+}
+
 class SimdKernelTest : public testing::TestWithParam<Case> {
  protected:
   const MatmulKernel* kernel() {
@@ -167,20 +194,14 @@ TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
     const std::vector<uint8_t> wq = random_weights(GetParam().type, s.n_in, s.n_out, rng);
     const WeightView w{GetParam().type, wq.data(), s.n_in, s.n_out};
     const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
-    std::vector<float> y_ref(static_cast<size_t>(s.n_rows * s.n_out), NAN);
-    std::vector<float> y(y_ref.size(), NAN);
-    run_kernel(*ref, w, x.data(), s.n_rows, 0, s.n_out, y_ref.data());
-    run_kernel(*k, w, x.data(), s.n_rows, 0, s.n_out, y.data());
-    for (size_t e = 0; e < y.size(); ++e) {
-      ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
-          << "row " << e / s.n_out << " out " << e % s.n_out << ": " << y[e] << " vs " << y_ref[e];
-    }
+    std::vector<float> y;
+    ASSERT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), s.n_rows, &y));
     // The reference kernel is the row dot itself.
     const RowDotFn dot = row_dot_function(GetParam().type);
     std::vector<uint8_t> xq(
         static_cast<size_t>(ggml_row_bytes(dot_activation_type(GetParam().type), s.n_in)));
     quantize_activation_row(dot_activation_type(GetParam().type), x.data(), xq.data(), s.n_in);
-    EXPECT_EQ(dot(wq.data(), xq.data(), s.n_in), y_ref[0]);
+    EXPECT_EQ(dot(wq.data(), xq.data(), s.n_in), y[0]);
 
     // Uneven output ranges, as the thread pool hands them out.
     std::vector<float> y_split(y.size(), NAN);
@@ -213,13 +234,10 @@ TEST_P(SimdKernelTest, RowAloneEqualsRowInBatch) {
 }
 
 std::vector<Case> all_cases() {
-  std::vector<Case> cases;
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
-                     GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                     GgmlType::Q3_K}) {
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
-  }
-  return cases;
+  return cases_of({GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
+                   GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                   GgmlType::Q3_K},
+                  {Isa::kAvx2, Isa::kAvx512});
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases()), case_name);
@@ -269,23 +287,13 @@ TEST_P(LegacyExtremeTest, ExtremeCodesDoNotSaturate) {
     x[4 * n_in + i] = (i / kQK) % 2 == 0 ? 1.0f : -1.0f;
   }
   x[3 * n_in] = -1.0f;
-  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN);
-  std::vector<float> y(y_ref.size(), NAN);
-  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
-  run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
-  for (size_t e = 0; e < y.size(); ++e) {
-    ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
-        << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
-  }
+  EXPECT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), n_rows));
 }
 
 std::vector<Case> legacy_cases() {
-  std::vector<Case> cases;
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                     GgmlType::Q3_K}) {
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) cases.push_back({t, isa});
-  }
-  return cases;
+  return cases_of({GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                   GgmlType::Q3_K},
+                  {Isa::kAvx2, Isa::kAvx512});
 }
 
 INSTANTIATE_TEST_SUITE_P(Legacy, LegacyExtremeTest, testing::ValuesIn(legacy_cases()), case_name);
@@ -327,15 +335,9 @@ TEST_P(Bf16KernelTest, SubnormalRangeBitwiseEqualToScalarReference) {
         std::memcpy(&v, &b, sizeof(v));
       }
       const WeightView w{GgmlType::BF16, wq.data(), n_in, n_out};
-      std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN), y(y_ref.size(), NAN);
-      run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
-      run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
-      int zeros = 0;
-      for (size_t e = 0; e < y.size(); ++e) {
-        ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
-            << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
-        zeros += y[e] == 0.0f;
-      }
+      std::vector<float> y;
+      ASSERT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), n_rows, &y));
+      const int zeros = static_cast<int>(std::count(y.begin(), y.end(), 0.0f));
       EXPECT_LT(zeros, n_rows * n_out) << "the data should not flush every output";
       for (int64_t r = 0; r < n_rows; ++r) {
         std::vector<float> y_alone(static_cast<size_t>(n_out));
@@ -400,14 +402,8 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
     AlignedBuffer x16 = interleaved(w);
     w.x16 = x16.data();
     const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
-    std::vector<float> y_ref(static_cast<size_t>(s.n_rows * s.n_out), NAN);
-    std::vector<float> y(y_ref.size(), NAN);
-    run_kernel(*ref, w, x.data(), s.n_rows, 0, s.n_out, y_ref.data());
-    run_kernel(*k, w, x.data(), s.n_rows, 0, s.n_out, y.data());
-    for (size_t e = 0; e < y.size(); ++e) {
-      ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
-          << "row " << e / s.n_out << " out " << e % s.n_out << ": " << y[e] << " vs " << y_ref[e];
-    }
+    std::vector<float> y;
+    ASSERT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), s.n_rows, &y));
     // Output ranges in groups of 16, as matmul() splits them; and each row alone.
     std::vector<float> y_split(y.size(), NAN);
     for (int64_t o = 0; o < s.n_out; o += kX16Rows)
@@ -478,22 +474,12 @@ TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
   std::vector<float> x(static_cast<size_t>(n_in * n_rows), 1.0f);
   for (int64_t i = 0; i < n_in; ++i) x[n_in + i] = -1.0f;
   x[2 * n_in] = -1.0f;
-  std::vector<float> y_ref(static_cast<size_t>(n_rows * n_out), NAN);
-  std::vector<float> y(y_ref.size(), NAN);
-  run_kernel(*ref, w, x.data(), n_rows, 0, n_out, y_ref.data());
-  run_kernel(*k, w, x.data(), n_rows, 0, n_out, y.data());
-  for (size_t e = 0; e < y.size(); ++e) {
-    ASSERT_EQ(std::memcmp(&y[e], &y_ref[e], sizeof(float)), 0)
-        << "row " << e / n_out << " out " << e % n_out << ": " << y[e] << " vs " << y_ref[e];
-  }
+  EXPECT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), n_rows));
 }
 
 std::vector<Case> x16_cases() {
-  std::vector<Case> cases;
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) cases.push_back({t, isa});
-  }
-  return cases;
+  return cases_of({GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0},
+                  {Isa::kAvx2, Isa::kAvx512, Isa::kNeon});
 }
 
 INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::ValuesIn(x16_cases()), case_name);
