@@ -17,6 +17,22 @@
 namespace ponder {
 namespace {
 
+// n_q query vectors of hd values drawn from g.
+std::vector<float> random_queries(int n_q, int64_t hd, std::normal_distribution<float>& g,
+                                  std::mt19937& rng) {
+  std::vector<float> q(static_cast<size_t>(n_q * hd));
+  for (float& e : q) e = g(rng);
+  return q;
+}
+
+// The query vectors rounded to bf16, each padded to hdp32 (round_to_bf16).
+std::vector<uint16_t> bf16_queries(const std::vector<float>& q, int n_q, int64_t hd,
+                                   int64_t hdp32) {
+  std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
+  for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+  return qb;
+}
+
 // The K and V rows of positions [b0, b0 + nb) as a block's row pointers.
 template <class T>
 void block_rows(const std::vector<std::vector<T>>& k, const std::vector<std::vector<T>>& v, int b0,
@@ -212,8 +228,7 @@ TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
           const Case c(hd, n, seed++);
           std::mt19937 rng(seed);
           std::normal_distribution<float> g(0.0f, 1.0f);
-          std::vector<float> q(static_cast<size_t>(n_q * hd));
-          for (float& e : q) e = g(rng);
+          const std::vector<float> q = random_queries(n_q, hd, g, rng);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<float> kf(16 * hd), vf(16 * hd);
           for (const BlockAttentionKernels* kern : fused) {
@@ -294,8 +309,7 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
                                               v = random_q8_0_rows(n, hd, rng);
       for (int n_q : {1, 5, 6, 7, 13}) {
         for (int cut : {0, 3}) {
-          std::vector<float> q(static_cast<size_t>(n_q * hd));
-          for (float& e : q) e = g(rng);
+          const std::vector<float> q = random_queries(n_q, hd, g, rng);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<float> kf(static_cast<size_t>(16 * hd)), vf(kf);
           for (const BlockAttentionKernels* kern : all_kernels()) {
@@ -453,11 +467,8 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
           const Case c(hd, n, seed++);
           std::mt19937 rng(seed);
           std::normal_distribution<float> g(0.0f, 1.0f);
-          std::vector<float> q(static_cast<size_t>(n_q * hd));
-          for (float& e : q) e = g(rng);
-          std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
-          for (int i = 0; i < n_q; ++i)
-            round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          const std::vector<float> q = random_queries(n_q, hd, g, rng);
+          const std::vector<uint16_t> qb = bf16_queries(q, n_q, hd, hdp32);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           std::vector<uint16_t> kb(static_cast<size_t>(16 * hdp32));
           std::vector<float> vf(static_cast<size_t>(16 * hd));
@@ -528,11 +539,8 @@ TEST(BlockAttentionTest, Bf16CacheKernelsGiveTheReferenceBitsAndItIsAttention) {
             for (auto& e : row) e = fp32_to_bf16(3.0f * g(rng));
           for (auto& row : v)
             for (auto& e : row) e = fp32_to_bf16(g(rng));
-          std::vector<float> q(static_cast<size_t>(n_q * hd));
-          for (float& e : q) e = g(rng);
-          std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
-          for (int i = 0; i < n_q; ++i)
-            round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
+          const std::vector<float> q = random_queries(n_q, hd, g, rng);
+          const std::vector<uint16_t> qb = bf16_queries(q, n_q, hd, hdp32);
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
           GroupStates want(n_q, hd), got(n_q, hd);
           int last_valid = 0;

@@ -156,14 +156,19 @@ std::vector<Case> cases_of(std::initializer_list<GgmlType> types, std::initializ
   return cases;
 }
 
-class SimdKernelTest : public testing::TestWithParam<Case> {
+// A (type, ISA) case's kernel as Find gives it, or nullptr where this CPU has no kernel of that
+// ISA.
+template <const MatmulKernel* (*Find)(GgmlType, Isa)>
+class KernelCaseTest : public testing::TestWithParam<Case> {
  protected:
   const MatmulKernel* kernel() {
-    const MatmulKernel* k = find_matmul_kernel(GetParam().type, GetParam().isa);
+    const MatmulKernel* k = Find(GetParam().type, GetParam().isa);
     if (k == nullptr || k->isa != GetParam().isa) return nullptr;
     return k;
   }
 };
+
+class SimdKernelTest : public KernelCaseTest<find_matmul_kernel> {};
 
 TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
   const MatmulKernel* k = kernel();
@@ -358,14 +363,7 @@ INSTANTIATE_TEST_SUITE_P(Bf16Kernels, Bf16KernelTest, testing::Values(Isa::kAvx2
 
 // Each x16 SIMD kernel (AVX2, AVX-512, NEON) the CPU can run, whichever one active_isa() would
 // pick; the others skip (scripts/cross_arm64.sh runs the NEON ones under qemu).
-class X16KernelTest : public testing::TestWithParam<Case> {
- protected:
-  const MatmulKernel* kernel() {
-    const MatmulKernel* k = find_x16_matmul_kernel(GetParam().type, GetParam().isa);
-    if (k == nullptr || k->isa != GetParam().isa) return nullptr;
-    return k;
-  }
-};
+class X16KernelTest : public KernelCaseTest<find_x16_matmul_kernel> {};
 
 // The x16 copy of w, 64-byte aligned.
 AlignedBuffer interleaved(WeightView& w) {
