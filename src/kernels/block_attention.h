@@ -8,8 +8,9 @@
 //     d = j, j + 16, j + 32, ...; then r8[j] = acc_j + acc_{j+8}, r4[j] = r8[j] + r8[j+4],
 //     r2[j] = r4[j] + r4[j+2], dot = r2[0] + r2[1] (tree16)
 //   s[p] = dot(K[p], q) * scale for the block's first `valid` positions
-//   m' = max(m, max s); c = exp_nonpositive(m - m') (0 if m = -inf); e[p] = exp_nonpositive(s[p] -
-//   m') l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
+//   m' = max(m, max s); c = exp_nonpositive(m - m') (0 if m = -inf);
+//   e[p] = exp_nonpositive(s[p] - m')
+//   l = l * c + tree16(e, zeros past valid); acc[i] = acc[i] * c unless c == 1, then
 //     acc[i] = fma(e[p], V[p][i], acc[i]) for p = 0 .. valid - 1 in order
 //
 // The bf16-scores variant (block_attention_kernels().attend_block_bf16_group where AVX512_BF16 runs
@@ -18,10 +19,10 @@
 // after the scores as above:
 //   bf16(x): f32 rounded to nearest even on the 16 dropped bits (NaN quiet, subnormals to a zero of
 //     their sign); kb and qb are [hdp32] rows (hd rounded up to 32, zeros past hd)
-//   dot(kb, qb): lane j (0..15) chains acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of
-//   qb)
-//     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1), then
-//     tree16
+//   dot(kb, qb): lane j (0..15) chains
+//     acc_j = vdpbf16ps_lane(acc_j, pair j of chunk c of kb, of qb)
+//     from +0 over the chunks c of 32 elements (pair j: elements 32c + 2j, 32c + 2j + 1),
+//     then tree16
 //
 // The bf16-cache variant (K and V stored as bf16 rows, `--cache-type-k/-v bf16`) takes the scores
 // of the bf16 variant straight from the K rows, the softmax step as above, and sums V by vdpbf16ps

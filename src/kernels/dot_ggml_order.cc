@@ -129,8 +129,7 @@ float dot_q8_1_family(const void* w_row, const void* x_row, int64_t n, Quant qua
   return hsum8(acc) + summs;
 }
 
-// --- K formats
-// ------------------------------------------------------------------------------------
+// --- K formats -----------------------------------------------------------------------------------
 
 // The 8 six-bit scales and mins of Q4_K / Q5_K.
 void scales_mins_k4(const uint8_t s[kKScaleSize], int sc[8], int m[8]) {

@@ -249,8 +249,7 @@ TEST(FloatDots, WeightedRowsEqualColumnDotsBitwise) {
   }
 }
 
-// --- BF16: vdpbf16ps emulated in scalar code (dot_bf16's lane step)
-// -------------------------------
+// --- BF16: vdpbf16ps emulated in scalar code (dot_bf16's lane step) ------------------------------
 
 // Bf16 bit patterns that reach every path of the lane step: ordinary values, values whose
 // products land around the smallest normal (2^-126, where FTZ acts), subnormals (DAZ), signed

@@ -33,22 +33,12 @@ float expf_ggml(float x) {
 
 float silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
 
-// Which SIMD blocks (bitwise the scalar ones) may run: 2 AVX-512, 1 AVX2, 0 none.
-int simd_level() {
-#if PONDER_X86_KERNELS
-  static const int level = active_isa() == Isa::kAvx512 ? 2 : active_isa() == Isa::kAvx2 ? 1 : 0;
-  return level;
-#else
-  return 0;
-#endif
-}
-
 void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out) {
   const int64_t n16 = n & ~int64_t{15};
-#if PONDER_X86_KERNELS
-  if (simd_level() == 2) {
+#if PONDER_X86_KERNELS  // the SIMD blocks are bitwise the scalar ones
+  if (active_isa() == Isa::kAvx512) {
     swiglu_blocks_avx512(gate, up, n16, out);
-  } else if (simd_level() == 1) {
+  } else if (active_isa() == Isa::kAvx2) {
     swiglu_blocks_avx2(gate, up, n16, out);
   } else
 #endif
@@ -62,10 +52,10 @@ double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y) {
   double sum = 0;
   int64_t i = 0;
 #if PONDER_X86_KERNELS
-  if (simd_level() > 0) {
+  if (active_isa() == Isa::kAvx512 || active_isa() == Isa::kAvx2) {
     i = n & ~int64_t{15};
-    sum = simd_level() == 2 ? softmax_exp_blocks_avx512(x, max, i, y)
-                            : softmax_exp_blocks_avx2(x, max, i, y);
+    sum = active_isa() == Isa::kAvx512 ? softmax_exp_blocks_avx512(x, max, i, y)
+                                       : softmax_exp_blocks_avx2(x, max, i, y);
   }
 #endif
   for (; i + 16 <= n; i += 16) {

@@ -27,13 +27,14 @@ PrefetchCalibration calibrate_weight_prefetch(const Qwen2Weights& weights, Threa
   // The feed-forward matrices that have x16 copies, layer by layer until the pass is big enough.
   std::vector<const WeightView*> pass;
   int64_t bytes = 0;
-  int64_t n_in_max = 0;
+  int64_t n_in_max = 0, n_out_max = 0;
   for (const Qwen2Layer& l : weights.layers) {
     for (const WeightView* w : {&l.w_gate, &l.w_up, &l.w_down}) {
       if (w->x16 == nullptr) continue;
       pass.push_back(w);
       bytes += w->row_bytes() * w->n_out;
       n_in_max = std::max(n_in_max, w->n_in);
+      n_out_max = std::max(n_out_max, w->n_out);
     }
     if (bytes >= kMinPassBytes) break;
   }
@@ -42,8 +43,7 @@ PrefetchCalibration calibrate_weight_prefetch(const Qwen2Weights& weights, Threa
     return c;
   }
   std::vector<float> x(static_cast<size_t>(n_in_max), 0.25f);
-  std::vector<float> y;
-  for (const WeightView* w : pass) y.resize(std::max(y.size(), static_cast<size_t>(w->n_out)));
+  std::vector<float> y(static_cast<size_t>(n_out_max));
   auto time_pass = [&](bool on) {
     set_weight_prefetch(on);
     Timer t;

@@ -98,7 +98,7 @@ template <int R, int kPrefetchFirst, class Block, class Sums>
   for (int64_t b = 0; b < nb; ++b) {
     const Block& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + kPrefetchFirst + 64 * i);
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + kPrefetchFirst + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -136,11 +136,11 @@ template <int R, int kPrefetchFirst, class Block, class Sums>
 template <int R>
 void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   k_mins_group<R, 2048>(
-      w, nb, x, y, y_stride, R == 1 && weight_prefetch(),
+      w, nb, x, y, y_stride, pf_on,
       [&](const BlockQ4KX16& wb, int64_t b, int row0, int hf, const char* pf, __m256i(&t)[R]) {
-        const bool pf_on = R == 1 && hf == 0 && weight_prefetch();
         for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
@@ -148,7 +148,7 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
               const __m256i raw = load32(wb.qs[p][k][row0]);
-              if (h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
+              if (hf == 0 && h == 0) prefetch(pf_on, pf + 512 * p + 64 * k);
               const __m256i q = _mm256_and_si256(h == 0 ? raw : _mm256_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 4
               for (int r = 0; r < R; ++r) {
@@ -176,19 +176,19 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
 template <int R>
 void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], float* y,
                 int64_t y_stride) {
+  const bool pf_on = R == 1 && weight_prefetch();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m16 = _mm256_set1_epi8(0x10);
   k_mins_group<R, 2560>(
-      w, nb, x, y, y_stride, R == 1 && weight_prefetch(),
+      w, nb, x, y, y_stride, pf_on,
       [&](const BlockQ5KX16& wb, int64_t b, int row0, int hf, const char* pf, __m256i(&t)[R]) {
-        const bool pf_on = R == 1 && hf == 0 && weight_prefetch();
         __m256i sc2[8];
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) sc2[c] = scale_pairs_u8(wb.scales[c] + row0);
 #pragma GCC unroll 8
         for (int l = 0; l < 8; ++l) {
           const __m256i hb = load32(wb.q[l][4][row0]);
-          for (int i = 0; i < 5 && pf_on; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
+          for (int i = 0; i < 5 && hf == 0; ++i) prefetch(pf_on, pf + 320 * l + 64 * i);
 #pragma GCC unroll 4
           for (int v = 0; v < 4; ++v) {
             const __m256i raw = load32(wb.q[l][v][row0]);
@@ -229,7 +229,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6KX16& wb = w[b];
     const char* pf = reinterpret_cast<const char*>(&wb) + kPrefetchAhead;
-    for (int i = 0; i < 5 && R == 1; ++i) prefetch(pf_on, pf + 3072 + 64 * i);
+    for (int i = 0; i < 5; ++i) prefetch(pf_on, pf + 3072 + 64 * i);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; ++hf) {
       const int row0 = kHalfRows * hf;
@@ -240,7 +240,7 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
         const __m256i r0 = load32(wb.q[s][0][row0]);
         const __m256i r1 = load32(wb.q[s][1][row0]);
         const __m256i r2 = load32(wb.q[s][2][row0]);
-        if (R == 1 && hf == 0) {
+        if (hf == 0) {
           prefetch(pf_on, pf + 192 * s);
           prefetch(pf_on, pf + 192 * s + 64);
           prefetch(pf_on, pf + 192 * s + 128);
@@ -321,7 +321,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
           const __m256i q = _mm256_xor_si256(load32(wb.qs[h][k][row0]), bias);  // the codes
-          if (R == 1 && hf == 0) prefetch(pf_on, pf + 512 * h + 64 * k);
+          if (hf == 0) prefetch(pf_on, pf + 512 * h + 64 * k);
           const __m256i aq = _mm256_abs_epi8(q);  // -128 gives 0x80: 128 as unsigned
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
@@ -338,7 +338,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
         }
       }
     }
-    if (R == 1) prefetch(pf_on, pf + 1024);
+    prefetch(pf_on, pf + 1024);
   }
   for (int r = 0; r < R; ++r) {
     for (int hf = 0; hf < 2; ++hf) _mm256_storeu_ps(y + r * y_stride + kHalfRows * hf, acc[r][hf]);

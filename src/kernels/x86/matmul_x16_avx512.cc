@@ -59,14 +59,14 @@ void prefetch(bool on, const void* p) {
 
 // The super-block loop of the K-quant group kernels (x16 order): per block b, sums(wb, b, pf, t)
 // adds the 16 rows' exact integer sums (one 32-bit lane per row) into t[r] (pf: kPrefetchAhead
-// past wb, whose first five lines from kPrefetchFirst on are asked for here); then one fused
+// past wb, whose first five lines from kPrefetchFirst on are asked for here when pf_on, the
+// caller's weight_prefetch()); then one fused
 // multiply-add per row, acc[r] += (d * dx) * t[r], and for the types with mins (Q4_K, Q5_K)
 // accm[r] += (dmin * dx) * (mins . sums32); the outputs are acc - accm (or acc).
 template <int R, int kPrefetchFirst, class Block, class Sums>
 [[gnu::always_inline]] inline void k_quant_group(const Block* w, int64_t nb,
                                                  const ActX16* const x[R], float* y,
-                                                 int64_t y_stride, const Sums& sums) {
-  const bool pf_on = weight_prefetch();
+                                                 int64_t y_stride, bool pf_on, const Sums& sums) {
   constexpr bool kMins = requires(const Block& blk) { blk.mins; };
   __m512 acc[R], accm[R];
   for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
@@ -124,7 +124,8 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
   const bool pf_on = weight_prefetch();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   k_quant_group<R, 2048>(
-      w, nb, x, y, y_stride, [&](const BlockQ4KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+      w, nb, x, y, y_stride, pf_on,
+      [&](const BlockQ4KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
         for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
@@ -173,7 +174,8 @@ void q5_K_group(const BlockQ5KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m16 = _mm512_set1_epi8(0x10);
   k_quant_group<R, 2560>(
-      w, nb, x, y, y_stride, [&](const BlockQ5KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+      w, nb, x, y, y_stride, pf_on,
+      [&](const BlockQ5KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
         if constexpr (R < 4) {
           // Few rows (decode): the block in memory order, lane by lane; each vpmaddubsw pair is
           // scaled by vpdpwssd into t (the same exact integers as the sub-block sums below).
@@ -238,7 +240,8 @@ void q6_K_group(const BlockQ6KX16* w, int64_t nb, const ActX16* const x[R], floa
   const __m512i m2 = _mm512_set1_epi8(0x03);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   k_quant_group<R, 3072>(
-      w, nb, x, y, y_stride, [&](const BlockQ6KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
+      w, nb, x, y, y_stride, pf_on,
+      [&](const BlockQ6KX16& wb, int64_t b, const char* pf, __m512i(&t)[R]) {
 #pragma GCC unroll 2
         for (int s = 0; s < 16; ++s) {
           const __m512i r0 = load64(wb.q[s][0]);
