@@ -98,6 +98,14 @@ int run_serve(int argc, char** argv) {
                  "R1: thinking tokens after which the answer is forced (-1: no limit; per request: "
                  "reasoning_budget)")
       ->capture_default_str();
+  auto* efforts = app.add_option_function<std::vector<int32_t>>(
+      "--effort-budgets",
+      [&config](const std::vector<int32_t>& v) {
+        config.defaults.efforts = {v[0], v[1], v[2]};
+      },
+      "R1: the thinking budgets of the reasoning efforts low, medium, high (-1: no limit; "
+      "reasoning_effort, Ollama's think; none / minimal / think false: no thinking) [512 2048 -1]");
+  efforts->expected(3)->check(CLI::Range(-1, 1 << 24));
   app.add_option("--keepalive", config.keepalive_s,
                  "seconds between SSE keep-alive comments until a stream's first token")
       ->capture_default_str();

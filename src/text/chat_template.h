@@ -83,6 +83,11 @@ std::string join_segments(const std::vector<ChatSegment>& segments);
 // continues its turn from there, with or without opening <think> itself.
 bool prompt_opens_thinking(const std::vector<ChatSegment>& segments);
 
+// What closes an opened thinking at once, for a turn without thoughts: after the generation
+// prompt's "<think>\n" it makes "<think>\n\n</think>\n\n" (how R1's template writes an
+// assistant turn whose thinking is empty), and the model's output starts with the answer.
+inline constexpr std::string_view kEmptyThinkingClose = "\n</think>\n\n";
+
 // Token ids of a rendered chat: added tokens are recognised in template segments only. Text
 // between two added tokens is encoded as one stretch even when it spans segments, so the result
 // equals encoding the joined prompt with parse_special whenever the messages hold no added token.

@@ -14,10 +14,20 @@
 
 namespace ponder::server {
 
+// The thinking budgets that the reasoning efforts of the APIs stand for (OpenAI's reasoning_effort
+// and reasoning.effort, Ollama's think "low" | "medium" | "high"); -1: no limit. "minimal" /
+// "none" / think false turn the thinking off instead. --effort-budgets sets them.
+struct EffortBudgets {
+  int32_t low = 512;
+  int32_t medium = 2048;
+  int32_t high = -1;
+};
+
 struct ServingDefaults {
   SamplerParams sampling;  // temperature 0.6, top_p 0.95 (DeepSeek-R1's card) unless flags say
   int32_t max_tokens = 0;  // 0: up to the context (the server's -n caps every request)
   int32_t reasoning_budget = -1;  // --reasoning-budget: thinking tokens before the answer is forced
+  EffortBudgets efforts;
 };
 
 struct GenerationRequest {
@@ -35,6 +45,10 @@ struct GenerationRequest {
   bool return_progress =
       false;                    // llama.cpp's: prompt_progress chunks while the prompt is processed
   bool split_reasoning = true;  // R1: thinking apart from the answer (reasoning_format deepseek)
+  // R1: false answers without a thinking phase: the prompt closes an empty thinking
+  // ("<think>\n\n</think>\n\n", what R1's template writes for a turn without thoughts), so the
+  // answer's first token comes at once (Ollama think false, reasoning effort minimal / none).
+  bool thinking = true;
   std::string user;
   std::string prompt_cache_key;  // OpenAI's field (server/common/route_key.h)
   std::string conversation_id;   // the X-Conversation-Id header (server/common/route_key.h)

@@ -26,8 +26,13 @@ std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const Generation
     auto segments = ctx.chat_template.render(g.messages, true);
     if (!segments.has_value())
       return ApiError::bad_request(segments.status().message(), "messages");
+    bool opens = text::prompt_opens_thinking(*segments);
+    if (opens && !g.thinking) {
+      segments->push_back({std::string(text::kEmptyThinkingClose), true});
+      opens = false;
+    }
     *out = text::tokenize_chat(ctx.tokenizer, *segments);
-    if (opens_thinking) *opens_thinking = text::prompt_opens_thinking(*segments);
+    if (opens_thinking) *opens_thinking = opens;
   } else if (!g.prompt_tokens.empty()) {
     *out = g.prompt_tokens;
   } else {

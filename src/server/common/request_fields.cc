@@ -70,6 +70,22 @@ void read_constraint(FieldReader& f, const json& body, GenerationRequest* out) {
   }
 }
 
+bool apply_reasoning_effort(const std::string& effort, const ServingDefaults& d,
+                            GenerationRequest* out) {
+  if (effort == "none" || effort == "minimal") {
+    out->thinking = false;
+  } else if (effort == "low") {
+    out->options.reasoning_budget = d.efforts.low;
+  } else if (effort == "medium") {
+    out->options.reasoning_budget = d.efforts.medium;
+  } else if (effort == "high") {
+    out->options.reasoning_budget = d.efforts.high;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool read_sampling(FieldReader& f, GenerateOptions* o) {
   SamplerParams& s = o->sampling;
   if (auto v = f.number("temperature", 0, 5)) s.temperature = static_cast<float>(*v);

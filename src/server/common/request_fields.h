@@ -26,4 +26,9 @@ void read_constraint(FieldReader& f, const nlohmann::json& body, GenerationReque
 void constrain_to_schema(FieldReader& f, const nlohmann::json& schema, const std::string& field,
                          GenerationRequest* out);
 
+// A reasoning effort as a thinking control: "none" and "minimal" turn the thinking off, "low",
+// "medium" and "high" set the thinking budget from d.efforts. False (nothing set) for another word.
+bool apply_reasoning_effort(const std::string& effort, const ServingDefaults& d,
+                            GenerationRequest* out);
+
 }  // namespace ponder::server

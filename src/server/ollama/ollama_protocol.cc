@@ -24,7 +24,18 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
   g->options.max_tokens = d.max_tokens;
   g->options.reasoning_budget = d.reasoning_budget;
   g->stream = f.boolean("stream").value_or(true);
-  *think = f.boolean("think").value_or(true);
+  // think: true / false, or an effort ("low" | "medium" | "high", ollama-js's types); false
+  // answers without a thinking phase.
+  if (f.has("think")) {
+    const json& t = body["think"];
+    if (t.is_boolean()) {
+      *think = t.get<bool>();
+      g->thinking = *think;
+    } else if (!t.is_string() || t == "none" || t == "minimal" ||
+               !apply_reasoning_effort(t.get<std::string>(), d, g)) {
+      return "'think' must be true, false, \"low\", \"medium\" or \"high\"";
+    }
+  }
   if (f.has("options")) {
     const json& o = body["options"];
     if (!o.is_object()) return "'options' must be an object";

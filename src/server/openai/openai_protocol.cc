@@ -69,8 +69,19 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
   out->options.sampling = defaults.sampling;
   out->options.max_tokens = defaults.max_tokens;
   out->options.reasoning_budget = defaults.reasoning_budget;
-  if (auto v = f.integer("reasoning_budget", -1, 1 << 24))
+  // reasoning_effort (OpenAI's, DeepSeek's reasoning models): a budget, or no thinking phase.
+  if (auto v = f.string("reasoning_effort"); v && !apply_reasoning_effort(*v, defaults, out)) {
+    f.fail(ApiError::bad_request(
+        fmt::format("'reasoning_effort' is '{}'; it must be none, minimal, low, medium or high",
+                    *v),
+        "reasoning_effort"));
+  }
+  if (auto v = f.integer("reasoning_budget", -1, 1 << 24)) {
+    if (f.has("reasoning_effort"))
+      f.fail(ApiError::bad_request("send only one of 'reasoning_effort' and 'reasoning_budget'",
+                                   "reasoning_budget"));
     out->options.reasoning_budget = static_cast<int32_t>(*v);
+  }
   out->seed_given = read_sampling(f, &out->options);
   read_logit_bias(f, body, &out->options.sampling);
   // max_completion_tokens (newer) and max_tokens (older) both count thinking and answer.
