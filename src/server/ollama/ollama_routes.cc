@@ -175,6 +175,10 @@ json model_entry(const ServerContext& ctx) {
 }  // namespace
 
 void add_ollama_routes(Router& router, ServerContext& ctx) {
+  // Ollama's clients read {"error": "..."}: unknown /api/ paths, wrong methods and a missing key
+  // answer so too.
+  router.set_error_shape(
+      "/api/", [](Responder& r, const ApiError& e) { ollama_error(r, e.status, e.message); });
   router.add(http::verb::post, "/api/chat", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
     serve_chat(ctx, std::move(q), std::move(r), true);
   });

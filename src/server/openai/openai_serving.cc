@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 
 #include "grammar/tool_calls.h"
@@ -335,14 +336,29 @@ void add_openai_routes(Router& router, ServerContext& ctx) {
              [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
                serve<parse_completion_request>(ctx, std::move(req), std::move(r));
              });
-  auto models = [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    json m = {{"id", ctx.model_name},
-              {"object", "model"},
-              {"created", ctx.created_unix},
-              {"owned_by", "ponder"}};
-    reply_json(*r, 200, {{"object", "list"}, {"data", json::array({m})}});
+  auto model = [&ctx] {
+    return json{{"id", ctx.model_name},
+                {"object", "model"},
+                {"created", ctx.created_unix},
+                {"owned_by", "ponder"}};
+  };
+  auto models = [model](HttpRequest&&, std::shared_ptr<Responder> r) {
+    reply_json(*r, 200, {{"object", "list"}, {"data", json::array({model()})}});
   };
   router.add(http::verb::get, "/v1/models", models);
+  // GET /v1/models/{id} (the openai SDK's models.retrieve).
+  router.add_prefix(http::verb::get, "/v1/models/",
+                    [&ctx, model](HttpRequest&& req, std::shared_ptr<Responder> r) {
+                      const std::string id = target_path(req).substr(std::strlen("/v1/models/"));
+                      if (id != ctx.model_name) {
+                        ApiError e =
+                            ApiError::not_found(fmt::format("The model '{}' does not exist", id));
+                        e.param = "model";
+                        e.code = "model_not_found";
+                        return reply_error(*r, e);
+                      }
+                      reply_json(*r, 200, model());
+                    });
   // "Answer now": ends the thinking of a running chat completion (the id its chunks carry).
   router.add(
       http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {

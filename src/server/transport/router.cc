@@ -49,6 +49,40 @@ void Router::add(http::verb method, const std::string& path, Handler h, bool is_
   routes_[path][method] = Route{std::move(h), is_public};
 }
 
+void Router::add_prefix(http::verb method, const std::string& prefix, Handler h) {
+  prefix_routes_[prefix][method] = Route{std::move(h), false};
+}
+
+void Router::set_error_shape(const std::string& prefix, ErrorReply reply) {
+  error_shapes_[prefix] = std::move(reply);
+}
+
+namespace {
+// The entry of a prefix-keyed map with the longest key that starts path (null when none does).
+template <typename Map>
+const typename Map::mapped_type* longest_prefix(const Map& m, const std::string& path) {
+  const typename Map::mapped_type* best = nullptr;
+  size_t best_len = 0;
+  for (const auto& [prefix, value] : m) {
+    if (path.starts_with(prefix) && prefix.size() >= best_len) {
+      best = &value;
+      best_len = prefix.size();
+    }
+  }
+  return best;
+}
+}  // namespace
+
+const Router::Methods* Router::find(const std::string& path) const {
+  if (auto p = routes_.find(path); p != routes_.end()) return &p->second;
+  return longest_prefix(prefix_routes_, path);
+}
+
+void Router::refuse(Responder& r, const std::string& path, const ApiError& e) const {
+  if (const ErrorReply* shape = longest_prefix(error_shapes_, path)) return (*shape)(r, e);
+  reply_error(r, e);
+}
+
 bool Router::authorized(const HttpRequest& req) const {
   if (access_.api_key.empty()) return true;
   std::string given;
@@ -74,7 +108,7 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     }
   }
   const std::string path = target_path(req);
-  auto p = routes_.find(path);
+  const Methods* p = find(path);
   if (req.method() == http::verb::options) {
     HttpHeaders h;
     if (cors_ok) {
@@ -87,20 +121,20 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
     r->send(204, "", "", h);
     return;
   }
-  if (p == routes_.end()) return reply_error(*r, ApiError::not_found("no route for " + path));
-  auto m = p->second.find(req.method());
-  if (m == p->second.end()) {
+  if (p == nullptr) return refuse(*r, path, ApiError::not_found("no route for " + path));
+  auto m = p->find(req.method());
+  if (m == p->end()) {
     std::string allow;
-    for (const auto& [verb, route] : p->second)
+    for (const auto& [verb, route] : *p)
       allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
     ApiError e{405,
                std::string(req.method_string()) + " is not allowed on " + path +
                    " (allowed: " + allow + ")",
                "invalid_request_error", "", "method_not_allowed"};
     r->add_header("Allow", allow);
-    return reply_error(*r, e);
+    return refuse(*r, path, e);
   }
-  if (!m->second.is_public && !authorized(req)) return reply_error(*r, ApiError::unauthorized());
+  if (!m->second.is_public && !authorized(req)) return refuse(*r, path, ApiError::unauthorized());
   // A handler answers its errors; an exception from one is a bug, answered as a 500 (or the stream
   // ended) and logged, and the server goes on.
   std::shared_ptr<Responder> keep = r;
@@ -109,8 +143,9 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
   } catch (const std::exception& e) {
     log_warn("http: internal error on {}: {}", path, e.what());
     if (keep->started()) return keep->end();
-    reply_error(*keep, ApiError{500, std::string("internal error: ") + e.what(), "server_error", "",
-                                "internal_error"});
+    refuse(*keep, path,
+           ApiError{500, std::string("internal error: ") + e.what(), "server_error", "",
+                    "internal_error"});
   }
 }
 

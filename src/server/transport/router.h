@@ -1,7 +1,10 @@
 // Router: method + path -> route handler, with what every route shares: the API key check
 // (constant-time; public routes are only the health probes and the page's files), the CORS
 // allowlist (an Origin is echoed back only when listed; never "any origin"), preflight
-// requests, 404 and 405 in OpenAI's error shape. The query string is not part of the path.
+// requests, 404 and 405 in OpenAI's error shape unless the path's family registered its own
+// (Ollama's {"error": "..."} under /api/, Anthropic's under /v1/messages). Routes match the exact
+// path, else the longest registered prefix (/v1/models/{id}). The query string is not part of
+// the path.
 // Depends on server/transport/http_server.h, server/transport/reply.h.
 #pragma once
 
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/api_error.h"
 #include "server/transport/http_server.h"
 
 namespace ponder::server {
@@ -24,8 +28,15 @@ class Router {
   using Handler = std::function<void(HttpRequest&& req, std::shared_ptr<Responder> r)>;
   explicit Router(AccessConfig access) : access_(std::move(access)) {}
 
+  // How an API family answers errors (its own JSON shape).
+  using ErrorReply = std::function<void(Responder& r, const ApiError& e)>;
+
   void add(boost::beast::http::verb method, const std::string& path, Handler h,
            bool is_public = false);
+  // Every path that starts with prefix and has no exact route (the handler reads the rest).
+  void add_prefix(boost::beast::http::verb method, const std::string& prefix, Handler h);
+  // The error shape of the router's own refusals (404, 405, 401, 500) under a path prefix.
+  void set_error_shape(const std::string& prefix, ErrorReply reply);
   void handle(HttpRequest&& req, std::shared_ptr<Responder> r) const;
 
  private:
@@ -33,9 +44,14 @@ class Router {
     Handler handler;
     bool is_public = false;
   };
+  using Methods = std::map<boost::beast::http::verb, Route>;
   bool authorized(const HttpRequest& req) const;
+  const Methods* find(const std::string& path) const;
+  void refuse(Responder& r, const std::string& path, const ApiError& e) const;
   AccessConfig access_;
-  std::map<std::string, std::map<boost::beast::http::verb, Route>> routes_;  // path -> method
+  std::map<std::string, Methods> routes_;           // path -> method
+  std::map<std::string, Methods> prefix_routes_;    // prefix -> method
+  std::map<std::string, ErrorReply> error_shapes_;  // prefix -> how to answer
 };
 
 // Equal strings, in time that depends only on their lengths.
