@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ponder::server::GenerationRequest g;
   const ponder::server::ServingDefaults defaults;
   if (mode >= 2) {
-    bool think = true;
-    auto e = ponder::server::parse_ollama_request(body, defaults, chat, &g, &think);
+    ponder::server::OllamaRequest extra;
+    auto e = ponder::server::parse_ollama_request(body, defaults, chat, &g, &extra);
     if (e) {
       if (e->empty()) std::abort();  // a refusal says why
       return 0;

@@ -7,49 +7,12 @@
 
 #include "cli/command.h"
 #include "gguf/gguf_file.h"
+#include "server/common/model_facts.h"
 
 namespace ponder::cli {
 namespace {
 
 using nlohmann::json;
-
-json value_to_json(const GgufValue& v) {
-  switch (v.type()) {
-    case GgufType::kString:
-      return v.as_string();
-    case GgufType::kBool:
-      return v.as<uint8_t>() != 0;
-    case GgufType::kF32:
-      return v.as<float>();
-    case GgufType::kF64:
-      return v.as<double>();
-    case GgufType::kI8:
-      return v.as<int8_t>();
-    case GgufType::kI16:
-      return v.as<int16_t>();
-    case GgufType::kI32:
-      return v.as<int32_t>();
-    case GgufType::kI64:
-      return v.as<int64_t>();
-    case GgufType::kU8:
-      return v.as<uint8_t>();
-    case GgufType::kU16:
-      return v.as<uint16_t>();
-    case GgufType::kU32:
-      return v.as<uint32_t>();
-    case GgufType::kU64:
-      return v.as<uint64_t>();
-    case GgufType::kArray: {
-      // Long arrays (vocabularies) are summarised, not dumped.
-      json a = json::object();
-      a["type"] = "array";
-      a["element_type"] = gguf_type_name(v.elem_type());
-      a["length"] = v.array_size();
-      return a;
-    }
-  }
-  return nullptr;
-}
 
 std::string human_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
@@ -110,7 +73,7 @@ int run_info(int argc, char** argv) {
     j["tensor_bytes"] = tensor_bytes;
     j["chat_template"] = template_family(f);
     json meta = json::object();
-    for (const auto& [k, v] : f.metadata()) meta[k] = value_to_json(v);
+    for (const auto& [k, v] : f.metadata()) meta[k] = server::gguf_value_json(v);
     j["metadata"] = meta;
     json types = json::object();
     for (const auto& [name, tt] : mix) {

@@ -216,6 +216,7 @@ int run_serve(int argc, char** argv) {
                        : cache_match == "normalized" ? server::CacheMatch::kNormalized
                                                      : server::CacheMatch::kExact;
   config.fingerprint = model_fingerprint(s.file);
+  config.model = server::read_model_facts(s.file);
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;
   config.engine = flags.engine_config(s.model->config());

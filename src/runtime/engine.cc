@@ -496,6 +496,7 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
   step_time_.observe(plan.n_decode, prompt_rows, dt);
   recorder_.update([&](EngineCounters& c) {
     c.steps++;
+    c.step_sequences += static_cast<int64_t>(plan.chunks.size());
     c.busy_s += dt;
     c.prompt_rows += prompt_rows;
     c.prompt_tokens += new_prompt;

@@ -25,8 +25,9 @@ struct EngineCounters {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
-  double busy_s = 0;      // time spent in forward passes
-  double ttft_sum_s = 0;  // over first tokens
+  int64_t step_sequences = 0;  // sequences in each step, summed over steps
+  double busy_s = 0;           // time spent in forward passes
+  double ttft_sum_s = 0;       // over first tokens
   int64_t ttft_count = 0;
   double ttft_last_s = 0;
   // Time to first token as a histogram: how many were at most kTtftBuckets[i] seconds.

@@ -32,6 +32,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->defaults = config_.defaults;
   ctx_->cache = cache_.get();
   ctx_->fingerprint = config_.fingerprint;
+  ctx_->model = config_.model;
   ctx_->numerics = model.numerics();
   ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
@@ -40,6 +41,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
   ctx_->after = [http](double s, std::function<void()> f) { http->after(s, std::move(f)); };
   ctx_->keepalive_s = config_.keepalive_s;
+  ctx_->statuses = &http_->status_counts();
   ctx_->reasoning_field = config_.reasoning_field;
   add_openai_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "runtime/engine.h"
 #include "server/common/generation_request.h"
+#include "server/common/model_facts.h"
 #include "server/common/server_context.h"
 #include "server/transport/http_server.h"
 #include "server/transport/router.h"
@@ -34,6 +35,7 @@ struct ServerConfig {
   int64_t cache_bytes = 256ll << 20;
   CacheMatch cache_match = CacheMatch::kExact;
   std::string fingerprint;  // the model file's (gguf/model_fingerprint.h)
+  ModelFacts model;         // what /api/show, /api/tags and /props say of the file
   double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
   std::string reasoning_field = "reasoning_content";  // or "reasoning" (vLLM's newer name)
   std::string replica_id;            // --replica-id (docs/scaling.md); "" sends no X-Ponder-Replica

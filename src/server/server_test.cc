@@ -18,87 +18,12 @@
 #include <thread>
 
 #include "runtime/tiny_model_for_test.h"
+#include "server/server_test_support.h"
 #include "server/transport/http_server.h"
 #include "server/transport/router.h"
 
 namespace ponder::server {
 namespace {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using nlohmann::json;
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::map<std::string, std::string> headers;
-  json j() const { return json::parse(body); }
-};
-
-// One request on a fresh connection, the whole answer read (chunked bodies decoded).
-Reply call(uint16_t port, http::verb method, const std::string& target,
-           const std::string& body = "",
-           std::vector<std::pair<std::string, std::string>> headers = {}) {
-  net::io_context ioc;
-  tcp::socket s(ioc);
-  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
-  for (auto& [k, v] : headers) req.set(k, v);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(s, req);
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> p;
-  p.body_limit(64u << 20);
-  http::read(s, buf, p);
-  Reply r;
-  r.status = static_cast<int>(p.get().result_int());
-  r.body = p.get().body();
-  for (const auto& f : p.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
-  return r;
-}
-
-Reply post(uint16_t port, const std::string& target, const json& body,
-           std::vector<std::pair<std::string, std::string>> h = {}) {
-  return call(port, http::verb::post, target, body.dump(), std::move(h));
-}
-
-// The data lines of an SSE body, [DONE] included.
-std::vector<std::string> sse_events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
-}
-
-struct Fixture {
-  std::unique_ptr<TinyModel> m;
-  std::unique_ptr<text::ChatTemplate> tmpl;
-  std::unique_ptr<Server> server;
-  uint16_t port = 0;
-
-  explicit Fixture(ServerConfig c = {}, const std::string& type = "Q8_0") {
-    m = load_tiny_model(type);
-    auto t = text::ChatTemplate::from_name("deepseek-r1");
-    EXPECT_TRUE(t.has_value());
-    tmpl = std::make_unique<text::ChatTemplate>(*t);
-    c.port = 0;
-    c.model_name = "tiny";
-    if (c.engine.kv_positions == 4096) c.engine.kv_positions = 2048;
-    c.engine.threads.n_threads = 2;
-    server = std::make_unique<Server>(c, *m->model, m->tokenizer, *tmpl);
-    EXPECT_TRUE(server->start().is_ok());
-    port = server->port();
-  }
-};
 
 json chat(const std::string& user, int max_tokens, bool stream = false) {
   return {{"messages", {{{"role", "user"}, {"content", user}}}},

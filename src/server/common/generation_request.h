@@ -57,6 +57,13 @@ struct GenerationRequest {
   std::string grammar;
   std::string grammar_field;
   bool tool_calls = false;  // tools were offered: the answer is read for R1's tool calls
+  // A context smaller than the server's for this request (Ollama's options.num_ctx; 0: the
+  // server's): the prompt must fit in it, and the generation stops at it.
+  int32_t context_limit = 0;
+  std::string context_limit_field;
+  // Fields the route does not know and its API lets it ignore (field_policy.h): named in the
+  // answer's X-Ponder-Ignored-Fields header.
+  std::vector<std::string> ignored_fields;
 };
 
 }  // namespace ponder::server

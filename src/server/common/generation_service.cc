@@ -4,6 +4,9 @@
 
 #include <random>
 
+#include "base/log.h"
+#include "server/common/field_policy.h"
+
 namespace ponder::server {
 
 namespace {
@@ -12,6 +15,12 @@ uint64_t random_seed() {
   return rng();
 }
 }  // namespace
+
+std::string ignored_fields_note(const GenerationRequest& g) {
+  std::string names = join_names(g.ignored_fields);
+  log_info("server: fields this route does not know, ignored: {}", names);
+  return names;
+}
 
 nlohmann::json prompt_progress(const EngineEvent& ev) {
   return {{"total", ev.stats.n_prompt},
@@ -54,6 +63,24 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   if (auto e = prompt_tokens(ctx, g, &req.prompt, &opens_thinking)) return e;
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
   req.options = g.options;
+  if (g.context_limit > 0) {
+    const std::string& field = g.context_limit_field;
+    if (g.context_limit > ctx.engine.max_context()) {
+      return ApiError::bad_request(
+          fmt::format("'{}' is {}; this server's context is {} tokens (ponder serve -c)", field,
+                      g.context_limit, ctx.engine.max_context()),
+          field);
+    }
+    if (n_prompt >= g.context_limit) {
+      ApiError e = ApiError::bad_request(
+          fmt::format("the prompt has {} tokens; '{}' is {}", n_prompt, field, g.context_limit),
+          field);
+      e.code = "context_length_exceeded";
+      return e;
+    }
+    const int32_t room = g.context_limit - static_cast<int32_t>(n_prompt);
+    if (req.options.max_tokens <= 0 || req.options.max_tokens > room) req.options.max_tokens = room;
+  }
   req.starts_in_thinking = g.chat && ctx.r1() && opens_thinking;
   req.split_reasoning = g.split_reasoning;
   req.n_choices = g.n;
@@ -135,6 +162,14 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
       on_event(std::move(ev));
     };
   }
+  // The request's own times, for /metrics (a replayed answer took none).
+  on_event = [on_event = std::move(on_event), &ctx](EngineEvent&& ev) {
+    if (ev.kind == EngineEvent::Kind::kDone && ev.error.empty()) {
+      ctx.times_total.add(ev.stats);
+      ctx.times_since_scrape.add(ev.stats);
+    }
+    on_event(std::move(ev));
+  };
   if (!g.seed_given) req.options.sampling.seed = random_seed();
   req.sink = [post, on_event = std::move(on_event)](EngineEvent&& ev) {
     post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });

@@ -39,6 +39,9 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
                                           Responder& r, std::function<void(EngineEvent&&)> on_event,
                                           Submission* out);
 
+// The unknown fields of g for the X-Ponder-Ignored-Fields header (logged once per request).
+std::string ignored_fields_note(const GenerationRequest& g);
+
 // submit_generation for a job object: its on_event(EngineEvent&&) gets the events (the job stays
 // alive while they come), and the answer's X-Ponder-Cache header is set.
 template <typename Job>
@@ -49,6 +52,7 @@ std::optional<ApiError> submit_job(ServerContext& ctx, const GenerationRequest& 
   if (!e) {
     r.add_header("X-Ponder-Cache", sub->cache);
     r.add_header("X-Ponder-Route-Key", route_key(g));
+    if (!g.ignored_fields.empty()) r.add_header("X-Ponder-Ignored-Fields", ignored_fields_note(g));
   }
   return e;
 }

@@ -83,14 +83,24 @@ void props(ServerContext& ctx, Responder& r) {
               {"min_p", s.min_p},
               {"repeat_penalty", s.repeat_penalty},
               {"repeat_last_n", s.penalty_last_n}};
-  reply_json(r, 200,
-             {{"default_generation_settings", gen},
-              {"total_slots", c.max_running},
-              {"model_alias", ctx.model_name},
-              {"chat_template", ctx.r1() ? "deepseek-r1" : "chatml"},
-              {"kv_positions", c.kv_positions},
-              {"build_info", "ponder"}});
+  reply_json(
+      r, 200,
+      {{"default_generation_settings", gen},
+       {"total_slots", c.max_running},
+       {"model_alias", ctx.model_name},
+       // llama-server gives the template's text; the family Ponder renders it as apart
+       {"chat_template", ctx.model.chat_template.empty() ? std::string(ctx.chat_template.name())
+                                                         : ctx.model.chat_template},
+       {"chat_template_family", ctx.chat_template.name()},
+       {"kv_positions", c.kv_positions},
+       {"build_info", "ponder"}});
 }
+
+// The refusals /metrics counts, by the status they are answered with.
+constexpr std::pair<int, const char*> kRefusalReasons[] = {
+    {400, "bad_request"},        {401, "unauthorized"},   {404, "not_found"},
+    {405, "method_not_allowed"}, {413, "body_too_large"}, {414, "uri_too_long"},
+    {431, "headers_too_large"},  {500, "internal_error"}, {503, "busy"}};
 
 // Prometheus text exposition: llama.cpp's names first (existing dashboards), then Ponder's.
 void metrics(ServerContext& ctx, Responder& r) {
@@ -99,15 +109,28 @@ void metrics(ServerContext& ctx, Responder& r) {
   auto metric = [&](const char* name, const char* type, const char* help, double value) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
   };
-  const double gen_s = m.total.busy_s > 0 ? m.total.busy_s : 1;
+  const double busy_s = m.total.busy_s;
+  // llama-server's names with its meanings: counters of computed prompt tokens and generated
+  // tokens with the time the finished requests spent on them; the two throughput gauges over the
+  // requests finished since the last scrape (0 when none finished), each request's own speed.
+  const RequestTimes& all = ctx.times_total;
+  const RequestTimes& recent = ctx.times_since_scrape;
   metric("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.",
          static_cast<double>(m.total.prompt_rows));
+  metric("llamacpp:prompt_seconds_total", "counter", "Prompt process time", all.prompt_s);
   metric("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.",
          static_cast<double>(m.total.generated_tokens));
+  metric("llamacpp:tokens_predicted_seconds_total", "counter", "Predict process time", all.gen_s);
+  metric("llamacpp:n_decode_total", "counter", "Total number of llama_decode() calls",
+         static_cast<double>(m.total.steps));
+  metric("llamacpp:n_busy_slots_per_decode", "counter",
+         "Average number of busy slots per llama_decode() call",
+         m.total.steps ? static_cast<double>(m.total.step_sequences) / m.total.steps : 0);
   metric("llamacpp:prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
-         m.prompt_tps);
+         recent.prompt_s > 0 ? recent.prompt_tokens / recent.prompt_s : 0);
   metric("llamacpp:predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
-         m.gen_tps);
+         recent.gen_s > 0 ? recent.gen_tokens / recent.gen_s : 0);
+  ctx.times_since_scrape = {};
   metric("llamacpp:kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.",
          m.kv_blocks_total ? static_cast<double>(m.kv_blocks_used) / m.kv_blocks_total : 0);
   metric("llamacpp:kv_cache_tokens", "gauge", "KV-cache tokens.",
@@ -115,10 +138,21 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("llamacpp:requests_processing", "gauge", "Number of requests processing.",
          m.sequences_running);
   metric("llamacpp:requests_deferred", "gauge", "Number of requests deferred.", m.requests_waiting);
+  metric("ponder_prompt_rows_per_second", "gauge",
+         "Prompt positions computed per second over the last seconds, all requests.", m.prompt_tps);
+  metric("ponder_generated_tokens_per_second", "gauge",
+         "Tokens generated per second over the last seconds, all requests.", m.gen_tps);
   metric("ponder_requests_total", "counter", "Requests accepted by the engine.",
          static_cast<double>(m.total.requests));
-  metric("ponder_requests_rejected_total", "counter", "Requests refused (bad request, busy).",
-         static_cast<double>(m.total.requests_rejected));
+  out +=
+      "# HELP ponder_requests_rejected_total Requests refused, by reason (the HTTP status of the "
+      "refusal).\n# TYPE ponder_requests_rejected_total counter\n";
+  if (ctx.statuses != nullptr) {
+    for (const auto& [status, reason] : kRefusalReasons) {
+      out += fmt::format("ponder_requests_rejected_total{{reason=\"{}\"}} {}\n", reason,
+                         ctx.statuses->count(status));
+    }
+  }
   metric("ponder_requests_cancelled_total", "counter", "Requests cancelled (client gone, drain).",
          static_cast<double>(m.total.requests_cancelled));
   metric("ponder_prompt_tokens_cached_total", "counter",
@@ -143,7 +177,7 @@ void metrics(ServerContext& ctx, Responder& r) {
   out += fmt::format(
       "ponder_time_to_first_token_seconds_sum {}\nponder_time_to_first_token_seconds_count {}\n",
       m.total.ttft_sum_s, m.total.ttft_count);
-  metric("ponder_engine_busy_seconds_total", "counter", "Time spent in forward passes.", gen_s);
+  metric("ponder_engine_busy_seconds_total", "counter", "Time spent in forward passes.", busy_s);
   metric("ponder_steps_per_second", "gauge", "Engine steps per second.", m.steps_per_s);
   metric("ponder_cpu_utilization_ratio", "gauge", "Process CPU time / wall time / cores.",
          m.cpu_util);

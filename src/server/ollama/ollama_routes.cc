@@ -35,11 +35,12 @@ void ollama_error(Responder& r, int status, const std::string& message) {
 int64_t ns(double s) { return static_cast<int64_t>(s * 1e9); }
 
 json details(const ServerContext& ctx) {
-  return {{"format", "gguf"},
+  return {{"parent_model", ""},
+          {"format", "gguf"},
           {"family", "qwen2"},
           {"families", {"qwen2"}},
-          {"parameter_size", ""},
-          {"quantization_level", ""}};
+          {"parameter_size", ctx.model.parameter_size},
+          {"quantization_level", ctx.model.quantization}};
 }
 
 // /api/chat and /api/generate, streamed as NDJSON lines or answered whole.
@@ -155,21 +156,33 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
   json body = json::parse(req.body(), nullptr, false);
   if (body.is_discarded()) return ollama_error(*r, 400, "the request body is not a JSON object");
   GenerationRequest g;  // a body that is not an object is refused by the parser
-  bool think = true;
-  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &think))
+  OllamaRequest x;
+  if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &x))
     return ollama_error(*r, 400, *e);
+  if (x.load_only) {
+    // Load / unload: the one model is loaded for the server's lifetime, so both answer at once
+    // (docs/server.md: keep_alive).
+    json j = {{"model", tagged(ctx.model_name)},
+              {"created_at", now_rfc3339()},
+              {"done", true},
+              {"done_reason", x.keep_alive_s && *x.keep_alive_s == 0 ? "unload" : "load"}};
+    if (chat_shape) {
+      j["message"] = {{"role", "assistant"}, {"content", ""}};
+    } else {
+      j["response"] = "";
+    }
+    return reply_json(*r, 200, j);
+  }
   g.conversation_id = header_value(req, "x-conversation-id");
   g.split_reasoning = true;
-  std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, think)->start();
+  std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, x.show_thinking)
+      ->start();
 }
 
 json model_entry(const ServerContext& ctx) {
-  return {{"name", tagged(ctx.model_name)},
-          {"model", tagged(ctx.model_name)},
-          {"modified_at", now_rfc3339()},
-          {"size", 0},
-          {"digest", ""},
-          {"details", details(ctx)}};
+  return {{"name", tagged(ctx.model_name)}, {"model", tagged(ctx.model_name)},
+          {"modified_at", now_rfc3339()},   {"size", ctx.model.file_size},
+          {"digest", ctx.fingerprint},      {"details", details(ctx)}};
 }
 
 }  // namespace
@@ -195,17 +208,34 @@ void add_ollama_routes(Router& router, ServerContext& ctx) {
     m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for the server's lifetime
     reply_json(*r, 200, {{"models", json::array({m})}});
   });
-  router.add(http::verb::post, "/api/show", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    json caps = {"completion"};
-    if (ctx.r1()) caps.push_back("thinking");
-    reply_json(*r, 200,
-               {{"details", details(ctx)},
-                {"capabilities", caps},
-                {"modelfile", ""},
-                {"parameters", ""},
-                {"template", ctx.r1() ? "deepseek-r1" : "chatml"},
-                {"model_info", {{"general.architecture", "qwen2"}}}});
-  });
+  router.add(
+      http::verb::post, "/api/show", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+        // {"model": name} (or the older "name"): one model is served, so another name is a 404.
+        json body = json::parse(req.body(), nullptr, false);
+        if (!body.is_object())
+          return ollama_error(*r, 400, "the request body is not a JSON object");
+        std::string name;
+        for (const char* key : {"model", "name"}) {
+          if (auto it = body.find(key); it != body.end() && it->is_string() && name.empty())
+            name = it->get<std::string>();
+        }
+        if (!name.empty() && tagged(name) != tagged(ctx.model_name))
+          return ollama_error(*r, 404, fmt::format("model '{}' not found", name));
+        json caps = {"completion"};
+        if (ctx.r1()) {
+          caps.push_back("tools");
+          caps.push_back("thinking");
+        }
+        const SamplerParams& s = ctx.defaults.sampling;
+        reply_json(*r, 200,
+                   {{"details", details(ctx)},
+                    {"capabilities", caps},
+                    {"modelfile", ""},
+                    {"parameters", fmt::format("temperature {}\ntop_p {}", s.temperature, s.top_p)},
+                    {"template", ctx.model.chat_template},
+                    {"model_info", ctx.model.model_info},
+                    {"modified_at", now_rfc3339()}});
+      });
   router.add(http::verb::get, "/api/version", [](HttpRequest&&, std::shared_ptr<Responder> r) {
     reply_json(*r, 200, {{"version", "0.9.0"}});  // the Ollama API level these routes follow
   });

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "server/common/field_policy.h"
 #include "server/common/field_reader.h"
 #include "server/common/request_fields.h"
 #include "server/openai/openai_tools.h"
@@ -14,22 +15,135 @@ namespace {
 
 constexpr int32_t kMaxChoices = 16;
 
-// Fields OpenAI defines that Ponder does not implement: refused by name, never silently ignored.
-void refuse_unsupported(FieldReader& f, const json& body) {
-  for (const char* name : {"audio", "prediction"}) {
-    if (f.has(name)) f.fail(ApiError::unsupported(name, fmt::format("'{}'", name)));
+}  // namespace
+
+// The fields of the chat and completions routes (OpenAI's, and the extensions of llama-server and
+// vLLM that clients of those servers send), each honoured, fixed or refused (field_policy.h).
+FieldPolicy openai_field_policy(bool chat) {
+  FieldPolicy p;
+  p.honoured = {"model",
+                "temperature",
+                "top_p",
+                "top_k",
+                "min_p",
+                "presence_penalty",
+                "frequency_penalty",
+                "repeat_penalty",
+                "repetition_penalty",
+                "repeat_last_n",
+                "seed",
+                "stop",
+                "logit_bias",
+                "max_tokens",
+                "max_completion_tokens",
+                "n_predict",
+                "n",
+                "n_keep",
+                "stream",
+                "stream_options",
+                "ignore_eos",
+                "cache",
+                "cache_prompt",
+                "return_progress",
+                "user",
+                "safety_identifier",
+                "prompt_cache_key",
+                "reasoning_format",
+                "reasoning_effort",
+                "reasoning_budget",
+                "response_format",
+                "grammar",
+                "json_schema",
+                "logprobs",
+                "metadata",
+                "service_tier",
+                "modalities",
+                "chat_template_kwargs"};
+  if (chat) {
+    for (std::string_view n :
+         {"messages", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
+      p.honoured.push_back(n);
+  } else {
+    for (std::string_view n : {"prompt", "echo", "suffix", "best_of", "tools", "tool_choice"})
+      p.honoured.push_back(n);
   }
+  p.fixed = {{"store", false, "Ponder keeps no completions"},
+             {"verbosity", "medium", "the answer's length is the model's"},
+             {"typical_p", 1, "typical sampling is not implemented"},
+             {"tfs_z", 1, "tail-free sampling is not implemented"},
+             {"mirostat", 0, "mirostat sampling is not implemented"},
+             {"dynatemp_range", 0, "dynamic temperature is not implemented"},
+             {"xtc_probability", 0, "XTC sampling is not implemented"},
+             {"dry_multiplier", 0, "DRY sampling is not implemented"},
+             {"penalize_nl", false, "newlines are penalized like any token only by repeat_penalty"},
+             {"min_tokens", 0, "a minimum length is not implemented"},
+             {"use_beam_search", false, "beam search is not implemented"},
+             {"skip_special_tokens", true, "special tokens are never written into the text"},
+             {"include_stop_str_in_output", false, "stop strings are not written"},
+             {"add_generation_prompt", true, "the assistant's turn is always opened"},
+             {"continue_final_message", false, "a final assistant message is a finished turn"},
+             {"id_slot", -1, "any request may use the whole context: Ponder has no slots"}};
+  if (chat) {
+    p.fixed.push_back({"echo", false, "the prompt is not repeated"});
+    p.fixed.push_back({"best_of", 1, "one sample is drawn per choice"});
+  }
+  p.refused = {{"audio", "Ponder answers in text"},
+               {"prediction", "predicted outputs are not implemented"},
+               {"web_search_options", "Ponder has no web search"},
+               {"functions", "deprecated: send 'tools'"},
+               {"function_call", "deprecated: send 'tool_choice'"},
+               {"samplers", "the sampler order is fixed"},
+               {"n_probs", "send 'logprobs' and 'top_logprobs'"},
+               {"post_sampling_probs", "logprobs are the model's, before sampling"},
+               {"stop_token_ids", "send 'stop' strings"},
+               {"t_max_predict_ms", "send 'max_tokens'"},
+               {"lora", "adapters are not implemented"},
+               {"guided_json", "send 'response_format' with a json_schema"},
+               {"guided_regex", "send 'grammar' (GBNF)"},
+               {"guided_choice", "send 'grammar' (GBNF)"},
+               {"guided_grammar", "send 'grammar' (GBNF)"}};
+  return p;
+}
+
+namespace {
+
+// Fields whose values the policy cannot say by one fixed value.
+void read_accepted(FieldReader& f, const json& body, GenerationRequest* out) {
   if (body.contains("modalities") && body["modalities"].is_array()) {
     for (const auto& m : body["modalities"]) {
       if (m != "text")
         f.fail(ApiError::unsupported("modalities", "an output modality other than text"));
     }
   }
+  if (auto v = f.string("service_tier"); v && *v != "auto" && *v != "default") {
+    f.fail(ApiError::unsupported(
+        "service_tier", fmt::format("'service_tier' = '{}' (one tier: auto or default)", *v)));
+  }
+  f.string("model");  // one model is served: any name is answered by it (docs/server.md)
+  if (f.has("metadata") && !body["metadata"].is_object())
+    f.fail(ApiError::bad_request("'metadata' must be an object", "metadata"));
+  f.boolean("cache_prompt");  // the prefix cache is always on: checked, nothing to do
+  if (auto v = f.string("safety_identifier"); v && out->user.empty()) out->user = *v;
+  // llama-server's chat_template_kwargs: enable_thinking false answers without thinking.
+  if (f.has("chat_template_kwargs")) {
+    const json& k = body["chat_template_kwargs"];
+    if (!k.is_object()) {
+      return f.fail(ApiError::bad_request("'chat_template_kwargs' must be an object",
+                                          "chat_template_kwargs"));
+    }
+    for (const auto& [name, value] : k.items()) {
+      if (name == "enable_thinking" && value.is_boolean()) {
+        out->thinking = out->thinking && value.get<bool>();
+      } else {
+        return f.fail(ApiError::unsupported(
+            "chat_template_kwargs",
+            fmt::format("'chat_template_kwargs.{}' (the template takes enable_thinking, a "
+                        "boolean)",
+                        name)));
+      }
+    }
+  }
 }
-
-}  // namespace
-
-namespace {
 
 // logit_bias: {"token id": bias}; -100 or less bans the token (OpenAI's convention).
 void read_logit_bias(FieldReader& f, const json& body, SamplerParams* s) {
@@ -121,7 +235,10 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
           "reasoning_format"));
     }
   }
-  refuse_unsupported(f, body);
+  const FieldPolicy policy = openai_field_policy(out->chat);
+  policy.check(f, body);
+  read_accepted(f, body, out);
+  out->ignored_fields = policy.unknown(body);
   read_constraint(f, body, out);
 }
 
@@ -282,6 +399,9 @@ json Usage::to_json() const {
             {"completion_tokens", completion_tokens},
             {"total_tokens", prompt_tokens + completion_tokens},
             {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
+            // DeepSeek's names (the AI SDK's deepseek provider reads them)
+            {"prompt_cache_hit_tokens", cached_tokens},
+            {"prompt_cache_miss_tokens", prompt_tokens - cached_tokens},
             {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
   if (response_cached) u["response_cached"] = true;
   if (!response_cached_question.empty()) u["response_cached_question"] = response_cached_question;

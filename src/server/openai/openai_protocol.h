@@ -1,6 +1,6 @@
 // The OpenAI API's request schemas and response shapes (/v1/chat/completions, /v1/completions):
-// parsing with every known field checked (type and range, never clamped), unknown fields
-// ignored as OpenAI's SDKs expect, and fields Ponder does not support refused by name. The
+// parsing with every known field checked (type and range, never clamped), fields Ponder does not
+// support refused by name, unknown fields named in X-Ponder-Ignored-Fields (field_policy.h). The
 // response builders produce OpenAI's exact JSON: whole responses, stream chunks, usage.
 // Depends on server/common/ (field readers, the generation request).
 #pragma once
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "server/common/api_error.h"
+#include "server/common/field_policy.h"
 #include "server/common/field_reader.h"
 #include "server/common/generation_request.h"
 #include "text/tokenizer.h"
@@ -22,6 +23,9 @@ std::optional<ApiError> parse_chat_request(const nlohmann::json& body,
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body,
                                                  const ServingDefaults& defaults,
                                                  GenerationRequest* out);
+
+// What the chat (chat = true) or completions route does with each field it knows.
+FieldPolicy openai_field_policy(bool chat);
 
 // The usage object of OpenAI (with cached and reasoning token details).
 struct Usage {

@@ -215,3 +215,82 @@ TEST(OpenAiProtocolTest, CompletionPromptsAsTextOrIds) {
 
 }  // namespace
 }  // namespace ponder::server
+
+namespace ponder::server {
+namespace {
+
+// Every field of the policy is read, never dropped: an honoured field with a value of the wrong
+// type is refused naming it (a field nobody reads would pass), a fixed field at another value and
+// a refused field are refused naming them, and unknown fields are listed.
+TEST(OpenAiFieldPolicyTest, EveryKnownFieldIsReadOrRefusedByName) {
+  for (const bool chat : {true, false}) {
+    const json base =
+        chat ? json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}} : json{{"prompt", "hi"}};
+    const FieldPolicy policy = openai_field_policy(chat);
+    auto refused_naming = [&](const std::string& name, const json& value) {
+      json body = base;
+      body[name] = value;
+      GenerationRequest g;
+      auto e = chat ? parse_chat_request(body, {}, &g) : parse_completion_request(body, {}, &g);
+      ASSERT_TRUE(e.has_value()) << (chat ? "chat " : "completions ") << name << " = " << value;
+      EXPECT_EQ(e->status, 400) << name;
+      EXPECT_TRUE(e->param == name || e->param.rfind(name, 0) == 0 ||
+                  e->message.find("'" + name) != std::string::npos)
+          << name << ": " << e->message << " (param " << e->param << ")";
+    };
+    const json wrong = json::array({json::array({json::array()})});  // no field takes [[[]]]
+    for (std::string_view name : policy.honoured) refused_naming(std::string(name), wrong);
+    for (const FixedField& x : policy.fixed) {
+      refused_naming(std::string(x.name), x.value.is_boolean() ? json(!x.value.get<bool>())
+                                          : x.value.is_string()
+                                              ? json("other")
+                                              : json(x.value.get<double>() + 0.5));
+      json body = base;  // at its fixed value it is taken
+      body[std::string(x.name)] = x.value;
+      GenerationRequest g;
+      auto e = chat ? parse_chat_request(body, {}, &g) : parse_completion_request(body, {}, &g);
+      EXPECT_FALSE(e.has_value()) << x.name << ": " << (e ? e->message : "");
+    }
+    for (const RefusedField& x : policy.refused) refused_naming(std::string(x.name), json(1));
+    json body = base;
+    body["frobnicate"] = 1;
+    body["xyzzy"] = {{"a", 1}};
+    GenerationRequest g;
+    auto e = chat ? parse_chat_request(body, {}, &g) : parse_completion_request(body, {}, &g);
+    ASSERT_FALSE(e.has_value());
+    EXPECT_EQ(g.ignored_fields, (std::vector<std::string>{"frobnicate", "xyzzy"}));
+  }
+}
+
+TEST(OpenAiFieldPolicyTest, ReasoningEffortAndTemplateKwargsControlTheThinking) {
+  const json msgs = {{{"role", "user"}, {"content", "hi"}}};
+  ServingDefaults d;
+  d.efforts = {10, 20, 30};
+  for (const auto& [effort, budget] :
+       std::vector<std::pair<std::string, int32_t>>{{"low", 10}, {"medium", 20}, {"high", 30}}) {
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat_request({{"messages", msgs}, {"reasoning_effort", effort}}, d, &g));
+    EXPECT_TRUE(g.thinking);
+    EXPECT_EQ(g.options.reasoning_budget, budget) << effort;
+  }
+  for (const json& off : {json{{"reasoning_effort", "minimal"}}, json{{"reasoning_effort", "none"}},
+                          json{{"chat_template_kwargs", {{"enable_thinking", false}}}}}) {
+    json body = off;
+    body["messages"] = msgs;
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat_request(body, d, &g)) << off;
+    EXPECT_FALSE(g.thinking) << off;
+  }
+  GenerationRequest g;
+  auto e = parse_chat_request(
+      {{"messages", msgs}, {"reasoning_effort", "low"}, {"reasoning_budget", 5}}, d, &g);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "reasoning_budget");
+  e = parse_chat_request({{"messages", msgs}, {"chat_template_kwargs", {{"tools_mode", 1}}}}, d,
+                         &g);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "chat_template_kwargs");
+}
+
+}  // namespace
+}  // namespace ponder::server

@@ -122,6 +122,7 @@ void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
       return f.fail(
           ApiError::unsupported(name, fmt::format("the deprecated '{}' (send 'tools')", name)));
   }
+  const bool parallel = f.boolean("parallel_tool_calls").value_or(true);
   if (!f.has("tools")) {
     if (f.has("tool_choice"))
       f.fail(ApiError::bad_request("'tool_choice' needs 'tools'", "tool_choice"));
@@ -155,7 +156,6 @@ void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
                                 "tool_choice"));
     }
   }
-  const bool parallel = f.boolean("parallel_tool_calls").value_or(true);
   constrain_to_tools(f, tools, mode, named, parallel, out);
 }
 

@@ -48,11 +48,17 @@ std::string serialize_response(int status, const std::string& content_type, std:
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpLimits& limits, HttpHandler& handler,
-          std::atomic<int64_t>& open)
-      : stream_(std::move(socket)), limits_(limits), handler_(handler), open_(open) {
+          std::atomic<int64_t>& open, HttpStatusCounts& statuses)
+      : stream_(std::move(socket)),
+        limits_(limits),
+        handler_(handler),
+        open_(open),
+        statuses_(statuses) {
     open_++;
   }
   ~Session() { open_--; }
+
+  void count_status(int status) { statuses_.add(status); }
 
   void run() {
     net::dispatch(stream_.get_executor(),
@@ -134,6 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void reply_and_close(int status, const std::string& message) {
+    statuses_.add(status);
     serial_++;
     answering_ = true;
     answer_complete_ = true;
@@ -208,6 +215,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpLimits& limits_;
   HttpHandler& handler_;
   std::atomic<int64_t>& open_;
+  HttpStatusCounts& statuses_;
   uint64_t serial_ = 0;           // the request being answered
   bool answering_ = false;        // handed to the handler, answer not fully written
   bool answer_complete_ = false;  // its last bytes are queued
@@ -225,6 +233,7 @@ Responder::Responder(std::shared_ptr<Session> session, uint64_t serial, bool kee
 void Responder::send(int status, const std::string& content_type, std::string body,
                      HttpHeaders headers) {
   started_ = true;
+  session_->count_status(status);
   headers.insert(headers.end(), extra_.begin(), extra_.end());
   session_->enqueue(serial_,
                     serialize_response(status, content_type, std::move(body), headers, keep_alive_),
@@ -233,6 +242,7 @@ void Responder::send(int status, const std::string& content_type, std::string bo
 
 void Responder::start_stream(int status, const std::string& content_type, HttpHeaders headers) {
   started_ = true;
+  session_->count_status(status);
   headers.insert(headers.end(), extra_.begin(), extra_.end());
   http::response<http::empty_body> res{static_cast<http::status>(status), 11};
   set_headers(res, content_type, headers, keep_alive_);
@@ -263,6 +273,7 @@ struct HttpServer::Impl {
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::atomic<int64_t>* open = nullptr;
+  HttpStatusCounts* statuses = nullptr;
   bool stopped = false;
 
   void accept(tcp::acceptor& a) {
@@ -272,7 +283,7 @@ struct HttpServer::Impl {
         log_warn("http: accept failed: {}", ec.message());  // e.g. out of file descriptors
       } else {
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), limits, handler, *open)->run();
+        std::make_shared<Session>(std::move(socket), limits, handler, *open, *statuses)->run();
       }
       accept(a);
     });
@@ -283,6 +294,7 @@ HttpServer::HttpServer(HttpLimits limits, HttpHandler handler) : impl_(std::make
   impl_->limits = limits;
   impl_->handler = std::move(handler);
   impl_->open = &open_connections_;
+  impl_->statuses = &status_counts_;
 }
 
 HttpServer::~HttpServer() { stop(); }

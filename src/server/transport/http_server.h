@@ -10,6 +10,7 @@
 // Depends on Boost.Asio/Beast and base only: nothing here knows about models or APIs.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/beast/http.hpp>
 #include <cstdint>
@@ -34,6 +35,21 @@ struct HttpLimits {
   double header_timeout_s = 10;         // a request must arrive whole within this
   double idle_timeout_s = 60;           // a kept-alive connection with no request is closed
   double write_timeout_s = 60;          // a client that reads nothing for this long is dropped
+};
+
+// Answers sent, by HTTP status (the refusals /metrics counts by reason). Any thread.
+class HttpStatusCounts {
+ public:
+  void add(int status) {
+    if (status >= 100 && status < kEnd) n_[status].fetch_add(1, std::memory_order_relaxed);
+  }
+  int64_t count(int status) const {
+    return status >= 100 && status < kEnd ? n_[status].load(std::memory_order_relaxed) : 0;
+  }
+
+ private:
+  static constexpr int kEnd = 600;
+  std::array<std::atomic<int64_t>, kEnd> n_{};
 };
 
 class Session;
@@ -90,6 +106,7 @@ class HttpServer {
   // Runs `f` on the I/O thread after `seconds`.
   void after(double seconds, std::function<void()> f);
   int64_t open_connections() const { return open_connections_.load(); }
+  const HttpStatusCounts& status_counts() const { return status_counts_; }
 
  private:
   struct Impl;
@@ -97,6 +114,7 @@ class HttpServer {
   uint16_t port_ = 0;
   std::thread thread_;
   std::atomic<int64_t> open_connections_{0};
+  HttpStatusCounts status_counts_;
 };
 
 }  // namespace ponder::server
