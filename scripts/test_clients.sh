@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors) and
-# the official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
-# calls in tests/clients/openai_structured.mjs, with zod and ajv). Stops what it starts.
+# Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors), the
+# official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
+# calls in tests/clients/openai_structured.mjs, with zod and ajv), ollama-js, the AI SDK (its
+# openai-compatible and deepseek providers) and LangChain's ChatOpenAI. Stops what it starts.
 # Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=../shared/models/tiny-Q8_0.gguf
-[ -d build-npm/node_modules/openai ] && [ -d build-npm/node_modules/zod ] && [ -d build-npm/node_modules/ajv ] ||
-  npm install --silent --no-audit --no-fund --prefix build-npm openai@4 zod@3 ajv@8
+# The client libraries people use, at the major versions their docs show today.
+NPM_CLIENTS=(openai@4 zod@3 ajv@8 ollama@0.5 ai@5 @ai-sdk/openai-compatible@1 @ai-sdk/deepseek@1
+  @langchain/openai@0.6 @langchain/core@0.3)
+for dir in openai zod ajv ollama ai @ai-sdk/openai-compatible @ai-sdk/deepseek @langchain/openai @langchain/core; do
+  [ -d "build-npm/node_modules/$dir" ] || { npm install --silent --no-audit --no-fund --prefix build-npm "${NPM_CLIENTS[@]}"; break; }
+done
 KEY=test-key-$$
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LOG=$(mktemp)
@@ -46,6 +51,12 @@ cp tests/clients/openai_client.mjs build-npm/
 node build-npm/openai_client.mjs "$URL/v1" "$KEY" || fail "openai client"
 cp tests/clients/openai_structured.mjs build-npm/
 node build-npm/openai_structured.mjs "$URL/v1" "$KEY" || fail "openai structured outputs and tools"
+cp tests/clients/ollama_client.mjs build-npm/
+node build-npm/ollama_client.mjs "$URL" "$KEY" || fail "ollama client"
+cp tests/clients/ai_sdk_client.mjs build-npm/
+node build-npm/ai_sdk_client.mjs "$URL/v1" "$KEY" || fail "AI SDK client"
+cp tests/clients/langchain_client.mjs build-npm/
+node build-npm/langchain_client.mjs "$URL/v1" "$KEY" || fail "LangChain client"
 kill -TERM $PID
 wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
 grep -q draining "$LOG" || fail "no drain on SIGTERM"

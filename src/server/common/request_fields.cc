@@ -78,7 +78,7 @@ bool apply_reasoning_effort(const std::string& effort, const ServingDefaults& d,
     out->options.reasoning_budget = d.efforts.low;
   } else if (effort == "medium") {
     out->options.reasoning_budget = d.efforts.medium;
-  } else if (effort == "high") {
+  } else if (effort == "high" || effort == "xhigh" || effort == "max") {  // DeepSeek's top two
     out->options.reasoning_budget = d.efforts.high;
   } else {
     return false;

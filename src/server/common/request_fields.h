@@ -27,7 +27,8 @@ void constrain_to_schema(FieldReader& f, const nlohmann::json& schema, const std
                          GenerationRequest* out);
 
 // A reasoning effort as a thinking control: "none" and "minimal" turn the thinking off, "low",
-// "medium" and "high" set the thinking budget from d.efforts. False (nothing set) for another word.
+// "medium" and "high" (DeepSeek's "xhigh" and "max" too) set the thinking budget from d.efforts.
+// False (nothing set) for another word.
 bool apply_reasoning_effort(const std::string& effort, const ServingDefaults& d,
                             GenerationRequest* out);
 

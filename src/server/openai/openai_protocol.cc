@@ -58,7 +58,9 @@ FieldPolicy openai_field_policy(bool chat) {
                 "metadata",
                 "service_tier",
                 "modalities",
-                "chat_template_kwargs"};
+                "chat_template_kwargs",
+                "thinking",
+                "user_id"};
   if (chat) {
     for (std::string_view n :
          {"messages", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
@@ -123,7 +125,19 @@ void read_accepted(FieldReader& f, const json& body, GenerationRequest* out) {
   if (f.has("metadata") && !body["metadata"].is_object())
     f.fail(ApiError::bad_request("'metadata' must be an object", "metadata"));
   f.boolean("cache_prompt");  // the prefix cache is always on: checked, nothing to do
-  if (auto v = f.string("safety_identifier"); v && out->user.empty()) out->user = *v;
+  for (const char* name : {"safety_identifier", "user_id"}) {  // OpenAI's newer, DeepSeek's
+    if (auto v = f.string(name); v && out->user.empty()) out->user = *v;
+  }
+  // DeepSeek's thinking switch: {"type": "enabled" | "disabled"}.
+  if (f.has("thinking")) {
+    const json& t = body["thinking"];
+    const json* type = t.is_object() ? &t["type"] : nullptr;
+    if (type == nullptr || (*type != "enabled" && *type != "disabled" && *type != "adaptive")) {
+      return f.fail(ApiError::bad_request(
+          "'thinking' must be {\"type\": \"enabled\"} or {\"type\": \"disabled\"}", "thinking"));
+    }
+    if (*type == "disabled") out->thinking = false;
+  }
   // llama-server's chat_template_kwargs: enable_thinking false answers without thinking.
   if (f.has("chat_template_kwargs")) {
     const json& k = body["chat_template_kwargs"];
@@ -186,8 +200,9 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
   // reasoning_effort (OpenAI's, DeepSeek's reasoning models): a budget, or no thinking phase.
   if (auto v = f.string("reasoning_effort"); v && !apply_reasoning_effort(*v, defaults, out)) {
     f.fail(ApiError::bad_request(
-        fmt::format("'reasoning_effort' is '{}'; it must be none, minimal, low, medium or high",
-                    *v),
+        fmt::format(
+            "'reasoning_effort' is '{}'; it must be none, minimal, low, medium, high, xhigh or max",
+            *v),
         "reasoning_effort"));
   }
   if (auto v = f.integer("reasoning_budget", -1, 1 << 24)) {
