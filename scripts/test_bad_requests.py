@@ -104,12 +104,16 @@ def field_cases():
             "json_schema": [{"type": "object", "patternProperties": {}}],
         }),
         "/api/chat": ({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": False}, {
-            "messages": [None, "x", [], [{"role": "pilot", "content": "x"}], [{"role": "user", "content": 5}]],
-            "options": ["x", {"num_predict": "x"}, {"temperature": "x"}, {"top_k": -5}], "stream": ["x"], "think": ["x"],
+            # (no messages, [] or null, is Ollama's load idiom: answered at once, not refused)
+            "messages": ["x", [{"role": "pilot", "content": "x"}], [{"role": "user", "content": 5}],
+                         [{"role": "user", "content": "x", "images": ["aGk="]}]],
+            "options": ["x", {"num_predict": "x"}, {"temperature": "x"}, {"top_k": -5}, {"num_gpu": 2},
+                        {"num_ctx": 10 ** 9}, {"typical_p": 0.5}], "stream": ["x"], "think": ["x", "max", 1],
+            "keep_alive": ["soon", [], "5 m"],
             "format": ["x", 5, {"type": "string", "not": {}}], "tools": [[{"type": "function"}]], "images": [["aGk="]],
         }),
         "/api/generate": ({"model": "tiny", "prompt": "hi", "stream": False}, {
-            "prompt": [None, 5, []], "options": ["x", {"num_predict": "x"}], "stream": ["x"], "raw": ["x", 1],
+            "prompt": [5, []], "options": ["x", {"num_predict": "x"}, {"num_thread": 3}], "stream": ["x"], "raw": ["x", 1],
             "system": [5, [], {}],
         }),
         "/tokenize": ({"content": "hi"}, {"content": [None, 5, []], "with_pieces": ["x"], "add_special": ["x"]}),
