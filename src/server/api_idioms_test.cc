@@ -78,6 +78,41 @@ TEST(ApiIdiomsTest, ThinkingOffAnswersAtOnceInEveryApi) {
   EXPECT_LE(reasoning, 2 + 3) << r.body;  // the budget, then "</think>" and the blank line
 }
 
+// Ollama's options.reasoning_budget and think "low" cut the thinking where they say.
+TEST(ApiIdiomsTest, OllamaThinkingBudgets) {
+  ServerConfig c;
+  c.defaults.efforts = {3, 6, -1};
+  Fixture f(c);
+  for (const json& control :
+       {json{{"options", {{"reasoning_budget", 3}}}}, json{{"think", "low"}}}) {
+    json body = {{"model", "tiny"},
+                 {"stream", false},
+                 {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                 {"options", {{"num_predict", 16}, {"temperature", 0}}}};
+    for (const auto& [k, v] : control.items()) {
+      if (k == "options") {
+        body["options"].update(v);
+      } else {
+        body[k] = v;
+      }
+    }
+    Reply r = post(f.port, "/api/chat", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    // The thinking is at most the budget's tokens (a token is at least one byte of text, and the
+    // tiny model's pieces are short: the budget of 3 keeps it far below 16 tokens' worth).
+    const json m = r.j()["message"];
+    Reply whole = post(f.port, "/v1/chat/completions",
+                       {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                        {"max_tokens", 16},
+                        {"temperature", 0},
+                        {"reasoning_budget", 3}});
+    EXPECT_LE(whole.j()["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>(), 5);
+    EXPECT_EQ(m.value("thinking", ""),
+              whole.j()["choices"][0]["message"].value("reasoning_content", ""))
+        << control << ": the same budget gives the same thinking on both routes";
+  }
+}
+
 TEST(ApiIdiomsTest, UnknownFieldsAreNamedAndKnownOnesRefused) {
   Fixture f;
   json body = user_chat(2);
