@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "server/anthropic/anthropic_serving.h"
 #include "server/llama/llama_completion.h"
 #include "server/llama/llama_routes.h"
 #include "server/ollama/ollama_routes.h"
@@ -47,6 +48,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);
   add_ollama_routes(*router_, *ctx_);
+  add_anthropic_routes(*router_, *ctx_);
   add_web_routes(*router_);
 }
 

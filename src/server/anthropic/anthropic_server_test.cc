@@ -1,0 +1,333 @@
+// Anthropic's Messages API end to end: a real Server on a loopback port with the tiny model,
+// talked to over real sockets. A whole message against the same request streamed (Anthropic's
+// event sequence rebuilt into the same content), a forced tool call both ways, stop sequences,
+// thinking disabled, count_tokens, and every refusal in Anthropic's error shape (the router's
+// 404, 405 and 401 included).
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "runtime/tiny_model_for_test.h"
+#include "server/server.h"
+
+namespace ponder::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;
+  json j() const { return json::parse(body); }
+};
+
+Reply call(uint16_t port, http::verb method, const std::string& target, const std::string& body,
+           std::vector<std::pair<std::string, std::string>> headers = {}) {
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  for (auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(s, req);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64u << 20);
+  http::read(s, buf, p);
+  Reply r;
+  r.status = static_cast<int>(p.get().result_int());
+  r.body = p.get().body();
+  for (const auto& f : p.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
+  return r;
+}
+
+Reply post(uint16_t port, const std::string& target, const json& body,
+           std::vector<std::pair<std::string, std::string>> h = {}) {
+  return call(port, http::verb::post, target, body.dump(), std::move(h));
+}
+
+struct Event {
+  std::string name;  // the `event:` line
+  json data;
+};
+
+// Anthropic's SSE: "event: NAME\ndata: JSON\n\n"; the event line must name the data's type.
+std::vector<Event> events(const std::string& body) {
+  std::vector<Event> out;
+  size_t pos = 0;
+  while ((pos = body.find("event: ", pos)) != std::string::npos) {
+    const size_t nl = body.find('\n', pos);
+    Event e{body.substr(pos + 7, nl - pos - 7), nullptr};
+    EXPECT_EQ(body.compare(nl + 1, 6, "data: "), 0);
+    const size_t end = body.find("\n\n", nl);
+    e.data = json::parse(body.substr(nl + 7, end - nl - 7));
+    EXPECT_EQ(e.data["type"], e.name);
+    out.push_back(std::move(e));
+    pos = end;
+  }
+  return out;
+}
+
+// The message a stream stands for, rebuilt as the SDK does; checks the order of the events on
+// the way (start, blocks opened, filled and closed one at a time, delta, stop).
+json rebuild(const std::vector<Event>& ev) {
+  EXPECT_GE(ev.size(), 3u);
+  if (ev.size() < 3) return nullptr;
+  EXPECT_EQ(ev.front().name, "message_start");
+  EXPECT_EQ(ev.back().name, "message_stop");
+  json m = ev.front().data["message"];
+  EXPECT_EQ(m["content"], json::array());
+  EXPECT_TRUE(m["stop_reason"].is_null());
+  int open = -1;
+  std::string args;
+  for (size_t i = 1; i + 1 < ev.size(); ++i) {
+    const json& d = ev[i].data;
+    if (ev[i].name == "ping") continue;
+    if (ev[i].name == "content_block_start") {
+      EXPECT_EQ(open, -1) << "a block opened inside another";
+      open = d["index"];
+      EXPECT_EQ(open, static_cast<int>(m["content"].size()));
+      m["content"].push_back(d["content_block"]);
+      args.clear();
+    } else if (ev[i].name == "content_block_delta") {
+      EXPECT_EQ(d["index"], open);
+      json& b = m["content"][static_cast<size_t>(open)];
+      const json& delta = d["delta"];
+      if (delta["type"] == "text_delta")
+        b["text"] = b["text"].get<std::string>() + delta["text"].get<std::string>();
+      if (delta["type"] == "thinking_delta")
+        b["thinking"] = b["thinking"].get<std::string>() + delta["thinking"].get<std::string>();
+      if (delta["type"] == "signature_delta") b["signature"] = delta["signature"];
+      if (delta["type"] == "input_json_delta") args += delta["partial_json"].get<std::string>();
+    } else if (ev[i].name == "content_block_stop") {
+      EXPECT_EQ(d["index"], open);
+      json& b = m["content"][static_cast<size_t>(open)];
+      if (b["type"] == "tool_use") b["input"] = json::parse(args);
+      open = -1;
+    } else if (ev[i].name == "message_delta") {
+      EXPECT_EQ(open, -1);
+      m["stop_reason"] = d["delta"]["stop_reason"];
+      m["stop_sequence"] = d["delta"]["stop_sequence"];
+      m["usage"] = d["usage"];
+    } else {
+      ADD_FAILURE() << "unexpected event " << ev[i].name;
+    }
+  }
+  return m;
+}
+
+struct Fixture {
+  std::unique_ptr<TinyModel> m;
+  std::unique_ptr<text::ChatTemplate> tmpl;
+  std::unique_ptr<Server> server;
+  uint16_t port = 0;
+
+  explicit Fixture(ServerConfig c = {}) {
+    m = load_tiny_model("Q8_0");
+    auto t = text::ChatTemplate::from_name("deepseek-r1");
+    EXPECT_TRUE(t.has_value());
+    tmpl = std::make_unique<text::ChatTemplate>(*t);
+    c.port = 0;
+    c.model_name = "tiny";
+    c.engine.kv_positions = 2048;
+    c.engine.threads.n_threads = 2;
+    c.response_cache = false;  // every answer generated, so streams and whole answers compare
+    server = std::make_unique<Server>(c, *m->model, m->tokenizer, *tmpl);
+    EXPECT_TRUE(server->start().is_ok());
+    port = server->port();
+  }
+};
+
+json ask(const std::string& text, int max_tokens) {
+  return {{"model", "claude-sonnet-4-5"},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"messages", {{{"role", "user"}, {"content", text}}}}};
+}
+
+const json kWeather = {{"name", "get_weather"},
+                       {"description", "The weather of a city"},
+                       {"input_schema",
+                        {{"type", "object"},
+                         {"properties", {{"city", {{"type", "string"}, {"maxLength", 12}}}}},
+                         {"required", {"city"}},
+                         {"additionalProperties", false}}}};
+
+void expect_anthropic_error(const Reply& r, int status, const std::string& type) {
+  EXPECT_EQ(r.status, status) << r.body;
+  const json j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.body;
+  EXPECT_EQ(j["type"], "error") << r.body;
+  EXPECT_EQ(j["error"]["type"], type) << r.body;
+  EXPECT_TRUE(j["error"]["message"].is_string());
+}
+
+TEST(AnthropicServerTest, WholeMessageAndTheSameStreamed) {
+  Fixture f;
+  const Reply whole = post(f.port, "/v1/messages", ask("What is two plus two?", 24));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json w = whole.j();
+  EXPECT_EQ(w["type"], "message");
+  EXPECT_EQ(w["role"], "assistant");
+  EXPECT_EQ(w["model"], "tiny");
+  EXPECT_EQ(w["id"].get<std::string>().rfind("msg_", 0), 0u);
+  EXPECT_GT(w["usage"]["input_tokens"].get<int>(), 5);
+  EXPECT_EQ(w["usage"]["cache_creation_input_tokens"], 0);
+  const int n_out = w["usage"]["output_tokens"];
+  EXPECT_GT(n_out, 0);
+  EXPECT_TRUE(w["stop_reason"] == "max_tokens" || w["stop_reason"] == "end_turn") << w;
+  if (w["stop_reason"] == "max_tokens") {
+    EXPECT_EQ(n_out, 24);
+  }
+  EXPECT_TRUE(w["stop_sequence"].is_null());
+  for (const json& b : w["content"]) {
+    EXPECT_TRUE(b["type"] == "thinking" || b["type"] == "text") << b;
+    if (b["type"] == "thinking") {
+      EXPECT_EQ(b["signature"], "");
+    }
+  }
+
+  json s = ask("What is two plus two?", 24);
+  s["stream"] = true;
+  const Reply streamed = post(f.port, "/v1/messages", s);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(streamed.headers.at("Content-Type"), "text/event-stream");
+  const std::vector<Event> ev = events(streamed.body);
+  const json m = rebuild(ev);
+  EXPECT_EQ(m["content"], w["content"]);  // greedy: the same answer, block for block
+  EXPECT_EQ(m["stop_reason"], w["stop_reason"]);
+  EXPECT_EQ(m["usage"]["output_tokens"], n_out);
+  EXPECT_EQ(m["usage"]["input_tokens"], w["usage"]["input_tokens"]);
+  // The second run of the same prompt reuses its prefix from the KV cache.
+  EXPECT_GT(m["usage"]["cache_read_input_tokens"].get<int>(), 0);
+}
+
+TEST(AnthropicServerTest, ThinkingDisabledHasNoThinkingBlock) {
+  Fixture f;
+  json b = ask("Hello", 16);
+  b["thinking"] = {{"type", "disabled"}};
+  const Reply r = post(f.port, "/v1/messages", b);
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const json& block : r.j()["content"]) EXPECT_NE(block["type"], "thinking");
+  b["stream"] = true;
+  const json m = rebuild(events(post(f.port, "/v1/messages", b).body));
+  EXPECT_EQ(m["content"], r.j()["content"]);
+}
+
+TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
+  Fixture f;
+  json b = ask("Weather in Paris?", 200);
+  b["thinking"] = {{"type", "disabled"}};
+  b["tools"] = {kWeather};
+  b["tool_choice"] = {{"type", "tool"}, {"name", "get_weather"}};
+  const Reply r = post(f.port, "/v1/messages", b);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json w = r.j();
+  EXPECT_EQ(w["stop_reason"], "tool_use") << w;
+  const json& call = w["content"].back();
+  EXPECT_EQ(call["type"], "tool_use");
+  EXPECT_EQ(call["name"], "get_weather");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("toolu_", 0), 0u);
+  ASSERT_TRUE(call["input"].is_object());
+  EXPECT_TRUE(call["input"]["city"].is_string()) << call;
+
+  b["stream"] = true;
+  const json m = rebuild(events(post(f.port, "/v1/messages", b).body));
+  EXPECT_EQ(m["stop_reason"], "tool_use");
+  ASSERT_FALSE(m["content"].empty());
+  EXPECT_EQ(m["content"].back()["input"], call["input"]);
+  EXPECT_EQ(m["content"].back()["name"], "get_weather");
+
+  // The round trip: the call and its result sent back are accepted.
+  json next = ask("Weather in Paris?", 8);
+  next["tools"] = {kWeather};
+  next["messages"].push_back({{"role", "assistant"}, {"content", w["content"]}});
+  const json result = {
+      {"type", "tool_result"}, {"tool_use_id", call["id"]}, {"content", "sunny, 21 C"}};
+  next["messages"].push_back({{"role", "user"}, {"content", json::array({result})}});
+  const Reply after = post(f.port, "/v1/messages", next);
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
+TEST(AnthropicServerTest, StopSequenceIsNamed) {
+  Fixture f;
+  json b = ask("Tell me a story", 24);
+  b["thinking"] = {{"type", "disabled"}};
+  const json w = post(f.port, "/v1/messages", b).j();
+  ASSERT_FALSE(w["content"].empty()) << w;
+  const std::string text = w["content"][0]["text"];
+  // A character of the answer (ASCII, not its first) as the stop sequence: the answer ends before.
+  size_t p = 1;
+  while (p < text.size() && !std::isalnum(static_cast<unsigned char>(text[p]))) ++p;
+  if (p >= text.size()) GTEST_SKIP() << "no ASCII letter in the tiny model's answer: " << text;
+  const std::string stop = text.substr(p, 1);
+  b["stop_sequences"] = {stop};
+  const json s = post(f.port, "/v1/messages", b).j();
+  EXPECT_EQ(s["stop_reason"], "stop_sequence") << s;
+  EXPECT_EQ(s["stop_sequence"], stop);
+  const std::string cut = s["content"].empty() ? "" : s["content"][0]["text"].get<std::string>();
+  EXPECT_EQ(cut.find(stop), std::string::npos);
+  EXPECT_EQ(text.rfind(cut, 0), 0u) << "the answer up to the stop sequence";
+}
+
+TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
+  Fixture f;
+  json b = ask("Count me", 4);
+  const Reply r = post(f.port, "/v1/messages", b);
+  ASSERT_EQ(r.status, 200) << r.body;
+  b.erase("max_tokens");
+  b.erase("temperature");
+  const Reply c = post(f.port, "/v1/messages/count_tokens", b);
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(c.j()["input_tokens"], r.j()["usage"]["input_tokens"]);
+  b["tools"] = {kWeather};  // the tool list joins the prompt
+  EXPECT_GT(post(f.port, "/v1/messages/count_tokens", b).j()["input_tokens"].get<int>(),
+            c.j()["input_tokens"].get<int>());
+}
+
+TEST(AnthropicServerTest, RefusalsHaveAnthropicsShape) {
+  ServerConfig c;
+  c.access.api_key = "sekret";
+  Fixture f(c);
+  const std::vector<std::pair<std::string, std::string>> key = {{"x-api-key", "sekret"}};
+  json no_max = ask("hi", 4);
+  no_max.erase("max_tokens");
+  expect_anthropic_error(post(f.port, "/v1/messages", no_max, key), 400, "invalid_request_error");
+  EXPECT_EQ(post(f.port, "/v1/messages", no_max, key).j()["error"]["message"],
+            "max_tokens: Field required");
+  expect_anthropic_error(call(f.port, http::verb::post, "/v1/messages", "{", key), 400,
+                         "invalid_request_error");
+  json budget = ask("hi", 2000);
+  budget["thinking"] = {{"type", "enabled"}, {"budget_tokens", 2000}};
+  expect_anthropic_error(post(f.port, "/v1/messages", budget, key), 400, "invalid_request_error");
+  json orphan = ask("hi", 4);
+  orphan["messages"] = {
+      {{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", "toolu_nope"}}}}}};
+  expect_anthropic_error(post(f.port, "/v1/messages", orphan, key), 400, "invalid_request_error");
+  // The router's own refusals under /v1/messages: no key, wrong method, no such path.
+  expect_anthropic_error(post(f.port, "/v1/messages", ask("hi", 4)), 401, "authentication_error");
+  expect_anthropic_error(call(f.port, http::verb::get, "/v1/messages", "", key), 405,
+                         "invalid_request_error");
+  expect_anthropic_error(post(f.port, "/v1/messages/batches", ask("hi", 4), key), 404,
+                         "not_found_error");
+  // Other families keep their own shape.
+  EXPECT_TRUE(post(f.port, "/v1/chat/completions", json::object()).j()["error"].contains("code"));
+  // A prompt longer than the context: Anthropic's shape from the generation service too.
+  expect_anthropic_error(post(f.port, "/v1/messages", ask("hi", 100000), key), 400,
+                         "invalid_request_error");
+  EXPECT_EQ(post(f.port, "/v1/messages", ask("hi", 2), key).status, 200);
+}
+
+}  // namespace
+}  // namespace ponder::server
