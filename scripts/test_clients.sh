@@ -2,7 +2,8 @@
 # Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors), the
 # official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
 # calls in tests/clients/openai_structured.mjs, with zod and ajv), ollama-js, the AI SDK (its
-# openai-compatible and deepseek providers) and LangChain's ChatOpenAI. Stops what it starts.
+# openai-compatible and deepseek providers), LangChain's ChatOpenAI and the official
+# `@anthropic-ai/sdk` (tests/clients/anthropic_client.mjs, /v1/messages). Stops what it starts.
 # Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +11,9 @@ BUILD=${1:-build}
 MODEL=../shared/models/tiny-Q8_0.gguf
 # The client libraries people use, at the major versions their docs show today.
 NPM_CLIENTS=(openai@4 zod@3 ajv@8 ollama@0.5 ai@5 @ai-sdk/openai-compatible@1 @ai-sdk/deepseek@1
-  @langchain/openai@0.6 @langchain/core@0.3)
-for dir in openai zod ajv ollama ai @ai-sdk/openai-compatible @ai-sdk/deepseek @langchain/openai @langchain/core; do
+  @langchain/openai@0.6 @langchain/core@0.3 @anthropic-ai/sdk@1)
+for dir in openai zod ajv ollama ai @ai-sdk/openai-compatible @ai-sdk/deepseek @langchain/openai @langchain/core \
+  @anthropic-ai/sdk; do
   [ -d "build-npm/node_modules/$dir" ] || { npm install --silent --no-audit --no-fund --prefix build-npm "${NPM_CLIENTS[@]}"; break; }
 done
 KEY=test-key-$$
@@ -57,6 +59,8 @@ cp tests/clients/ai_sdk_client.mjs build-npm/
 node build-npm/ai_sdk_client.mjs "$URL/v1" "$KEY" || fail "AI SDK client"
 cp tests/clients/langchain_client.mjs build-npm/
 node build-npm/langchain_client.mjs "$URL/v1" "$KEY" || fail "LangChain client"
+cp tests/clients/anthropic_client.mjs build-npm/
+node build-npm/anthropic_client.mjs "$URL" "$KEY" || fail "anthropic client"
 kill -TERM $PID
 wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
 grep -q draining "$LOG" || fail "no drain on SIGTERM"
