@@ -17,9 +17,10 @@ const whole = await client.messages.create({ model, messages, max_tokens: 20, te
 assert.equal(whole.type, 'message');
 assert.equal(whole.role, 'assistant');
 assert.match(whole.id, /^msg_/);
+assert.equal(whole._request_id, whole.id);  // the request-id header
 assert.equal(whole.usage.output_tokens, 20);
 assert.equal(whole.stop_reason, 'max_tokens');
-assert.ok(whole.usage.input_tokens > 5);
+assert.ok(whole.usage.input_tokens + whole.usage.cache_read_input_tokens > 5);
 assert.equal(whole.content[0].type, 'thinking');
 assert.ok(whole.content[0].thinking.length > 0);
 
@@ -92,7 +93,7 @@ assert.equal(answered.type, 'message');
 
 // count_tokens: the prompt's tokens, as the message's usage counts them.
 const counted = await client.messages.countTokens({ model, messages });
-assert.equal(counted.input_tokens, whole.usage.input_tokens);
+assert.equal(counted.input_tokens, whole.usage.input_tokens + whole.usage.cache_read_input_tokens);
 
 // Errors: Anthropic's shape, the SDK's error classes.
 await assert.rejects(

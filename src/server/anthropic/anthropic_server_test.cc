@@ -182,6 +182,7 @@ TEST(AnthropicServerTest, WholeMessageAndTheSameStreamed) {
   EXPECT_EQ(w["role"], "assistant");
   EXPECT_EQ(w["model"], "tiny");
   EXPECT_EQ(w["id"].get<std::string>().rfind("msg_", 0), 0u);
+  EXPECT_EQ(whole.headers.at("request-id"), w["id"]);
   EXPECT_GT(w["usage"]["input_tokens"].get<int>(), 5);
   EXPECT_EQ(w["usage"]["cache_creation_input_tokens"], 0);
   const int n_out = w["usage"]["output_tokens"];
@@ -208,9 +209,12 @@ TEST(AnthropicServerTest, WholeMessageAndTheSameStreamed) {
   EXPECT_EQ(m["content"], w["content"]);  // greedy: the same answer, block for block
   EXPECT_EQ(m["stop_reason"], w["stop_reason"]);
   EXPECT_EQ(m["usage"]["output_tokens"], n_out);
-  EXPECT_EQ(m["usage"]["input_tokens"], w["usage"]["input_tokens"]);
-  // The second run of the same prompt reuses its prefix from the KV cache.
+  // The second run of the same prompt reuses its prefix from the KV cache: Anthropic counts
+  // those tokens apart from input_tokens.
   EXPECT_GT(m["usage"]["cache_read_input_tokens"].get<int>(), 0);
+  EXPECT_EQ(
+      m["usage"]["input_tokens"].get<int>() + m["usage"]["cache_read_input_tokens"].get<int>(),
+      w["usage"]["input_tokens"].get<int>() + w["usage"]["cache_read_input_tokens"].get<int>());
 }
 
 TEST(AnthropicServerTest, ThinkingDisabledHasNoThinkingBlock) {
@@ -290,7 +294,9 @@ TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
   b.erase("temperature");
   const Reply c = post(f.port, "/v1/messages/count_tokens", b);
   ASSERT_EQ(c.status, 200) << c.body;
-  EXPECT_EQ(c.j()["input_tokens"], r.j()["usage"]["input_tokens"]);
+  const json u = r.j()["usage"];
+  EXPECT_EQ(c.j()["input_tokens"].get<int>(),
+            u["input_tokens"].get<int>() + u["cache_read_input_tokens"].get<int>());
   b["tools"] = {kWeather};  // the tool list joins the prompt
   EXPECT_GT(post(f.port, "/v1/messages/count_tokens", b).j()["input_tokens"].get<int>(),
             c.j()["input_tokens"].get<int>());

@@ -52,6 +52,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
   }
 
   void start() {
+    r_->add_header("request-id", id_);  // what Anthropic's SDKs report as the request's id
     Submission sub;
     if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub))
       return anthropic_error(*r_, *e);
@@ -61,7 +62,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
       registered_ = true;
     }
     if (!g_.stream) return;
-    r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
+    r_->start_stream(200, "text/event-stream");
     json start = message(json::array(), nullptr);
     start["usage"]["output_tokens"] = 0;
     send({{"type", "message_start"}, {"message", start}});
@@ -121,8 +122,12 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
             {"usage", usage()}};
   }
 
+  // Anthropic's usage: input_tokens are the prompt tokens not read from the cache, so
+  // input_tokens + cache_read_input_tokens is the prompt (message_start, before the prompt ran,
+  // counts it all; message_delta corrects it).
   json usage() const {
-    return {{"input_tokens", stats_.n_prompt > 0 ? stats_.n_prompt : n_prompt_},
+    const int32_t n_prompt = stats_.n_prompt > 0 ? stats_.n_prompt : n_prompt_;
+    return {{"input_tokens", n_prompt - stats_.n_reused},
             {"output_tokens", stats_.n_gen},
             {"cache_read_input_tokens", stats_.n_reused},
             {"cache_creation_input_tokens", 0}};
