@@ -51,8 +51,9 @@ int run_serve(int argc, char** argv) {
       "Serve the model over HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
       "/v1/models, "
       "/v1/answer_now), llama.cpp (/health, /completion, /tokenize, /detokenize, /props, /slots, "
-      "/metrics) "
-      "and Ollama (/api/chat, /api/generate, /api/tags, /api/ps, /api/show, /api/version) APIs"};
+      "/metrics), "
+      "Ollama (/api/chat, /api/generate, /api/tags, /api/ps, /api/show, /api/version) "
+      "and Anthropic (/v1/messages, /v1/messages/count_tokens) APIs"};
   GenerationFlags flags;
   flags.add_to(app);
   server::ServerConfig config;

@@ -219,6 +219,44 @@ TEST(AnthropicProtocolTest, UnimplementedFieldsAreRefusedByName) {
   EXPECT_EQ(refusal(j).param, "cache_control");
 }
 
+TEST(AnthropicProtocolTest, ParallelCallsEffortAndOutputFormat) {
+  json j = body();
+  j["tools"] = {kWeatherTool};
+  j["tool_choice"] = {{"type", "any"}};
+  GenerationRequest parallel, single;
+  ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &parallel));
+  j["tool_choice"]["disable_parallel_tool_use"] = true;
+  ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &single));
+  EXPECT_NE(parallel.grammar, single.grammar);  // one call only: no "\n" and a second call
+  EXPECT_LT(single.grammar.size(), parallel.grammar.size());
+
+  j = body();
+  j["output_config"] = {{"effort", "low"}};
+  ServingDefaults d;
+  d.efforts.low = 77;
+  GenerationRequest low;
+  ASSERT_FALSE(parse_messages_request(j, d, false, &low));
+  EXPECT_EQ(low.options.reasoning_budget, 77);
+  j["output_config"] = {{"effort", "minimal"}};
+  EXPECT_EQ(refusal(j).param, "output_config.effort");
+  j["output_config"] = {{"format",
+                         {{"type", "json_schema"},
+                          {"schema", {{"type", "object"}, {"properties", json::object()}}}}}};
+  GenerationRequest formatted;
+  ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &formatted));
+  EXPECT_EQ(formatted.grammar_field, "output_config.format");
+  EXPECT_FALSE(formatted.grammar.empty());
+
+  j = body();
+  j["thinking"] = {{"type", "adaptive"}};
+  GenerationRequest adaptive;
+  ServingDefaults with_budget;
+  with_budget.reasoning_budget = 300;
+  ASSERT_FALSE(parse_messages_request(j, with_budget, false, &adaptive));
+  EXPECT_TRUE(adaptive.thinking);
+  EXPECT_EQ(adaptive.options.reasoning_budget, 300);  // the server's own
+}
+
 TEST(AnthropicProtocolTest, CountTokensNeedsNoMaxTokens) {
   json j = body();
   j.erase("max_tokens");
