@@ -5,6 +5,7 @@
 // 404, 405 and 401 included).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -283,6 +284,26 @@ TEST(AnthropicServerTest, StopSequenceIsNamed) {
   const std::string cut = s["content"].empty() ? "" : s["content"][0]["text"].get<std::string>();
   EXPECT_EQ(cut.find(stop), std::string::npos);
   EXPECT_EQ(text.rfind(cut, 0), 0u) << "the answer up to the stop sequence";
+}
+
+// A stream whose first token is slow to come (a long prompt, a slow prefill) gets Anthropic's
+// ping events meanwhile, not OpenAI's comment lines.
+TEST(AnthropicServerTest, SlowPrefillsSendPings) {
+  ServerConfig c;
+  c.keepalive_s = 0.02;
+  c.engine.max_batch = 1;  // one prompt row per step: a slow prefill
+  Fixture f(c);
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i) + " ";
+  json b = ask(long_text, 2);
+  b["stream"] = true;
+  const Reply r = post(f.port, "/v1/messages", b);
+  const std::vector<Event> ev = events(r.body);
+  const auto pings =
+      std::count_if(ev.begin(), ev.end(), [](const Event& e) { return e.name == "ping"; });
+  EXPECT_GE(pings, 2);  // the one after message_start, and keep-alives
+  EXPECT_EQ(r.body.find(": keep-alive"), std::string::npos);
+  EXPECT_EQ(rebuild(ev)["usage"]["output_tokens"], 2);
 }
 
 TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
