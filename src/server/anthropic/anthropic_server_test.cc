@@ -306,6 +306,16 @@ TEST(AnthropicServerTest, SlowPrefillsSendPings) {
   EXPECT_EQ(rebuild(ev)["usage"]["output_tokens"], 2);
 }
 
+// A server that cannot take the work (draining here, a full queue likewise) answers Anthropic's
+// overloaded_error, which the SDKs retry after Retry-After.
+TEST(AnthropicServerTest, BusyIsOverloadedError) {
+  Fixture f;
+  EXPECT_TRUE(f.server->drain(5));
+  const Reply r = post(f.port, "/v1/messages", ask("hi", 3));
+  expect_anthropic_error(r, 503, "overloaded_error");
+  EXPECT_EQ(r.headers.at("Retry-After"), "1");
+}
+
 TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
   Fixture f;
   json b = ask("Count me", 4);
