@@ -265,6 +265,25 @@ TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
   EXPECT_EQ(after.status, 200) << after.body;
 }
 
+TEST(AnthropicServerTest, OutputFormatGivesJsonText) {
+  Fixture f;
+  json b = ask("Is the sky blue?", 100);
+  b["thinking"] = {{"type", "disabled"}};
+  b["output_config"] = {{"format",
+                         {{"type", "json_schema"},
+                          {"schema",
+                           {{"type", "object"},
+                            {"properties", {{"ok", {{"type", "boolean"}}}}},
+                            {"required", {"ok"}},
+                            {"additionalProperties", false}}}}}};
+  const json w = post(f.port, "/v1/messages", b).j();
+  EXPECT_EQ(w["stop_reason"], "end_turn") << w;
+  ASSERT_EQ(w["content"].size(), 1u) << w;
+  const json answer = json::parse(w["content"][0]["text"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << w;
+  EXPECT_TRUE(answer["ok"].is_boolean());
+}
+
 TEST(AnthropicServerTest, StopSequenceIsNamed) {
   Fixture f;
   json b = ask("Tell me a story", 24);
