@@ -133,8 +133,9 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
             {"cache_creation_input_tokens", 0}};
   }
 
-  // The stop sequence that ended the answer: the earliest of them in the generated text (the
-  // engine ends on it without saying which; the text it matched is not sent).
+  // The stop sequence that ended the answer: of those in the generated text, the one whose first
+  // occurrence ends first, where the engine stopped (it ends on a stop string without saying
+  // which; the matched text is not sent).
   std::string matched_stop_sequence() const {
     if (stats_.finish_reason != "stop" || g_.options.stop.empty()) return "";
     const std::string text = ctx_.tokenizer.decode(stats_.tokens);
