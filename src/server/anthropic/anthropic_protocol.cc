@@ -488,6 +488,8 @@ std::optional<ApiError> parse_messages_request(const json& body, const ServingDe
     }
     f.number("temperature", 0, 1);  // Anthropic's range; read_sampling takes it
     if (f.ok()) read_sampling(f, &out->options);
+    if (f.has("stop_sequences") && !body["stop_sequences"].is_array())
+      bad(f, "stop_sequences", "must be an array of strings");
     if (auto v = f.strings("stop_sequences", 16)) {
       for (const std::string& s : *v) {
         if (s.empty()) bad(f, "stop_sequences", "holds an empty string");

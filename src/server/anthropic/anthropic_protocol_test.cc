@@ -166,6 +166,9 @@ TEST(AnthropicProtocolTest, RefusesWhatAnthropicRefuses) {
   j["temperature"] = 1.5;  // Anthropic's range is 0 to 1
   EXPECT_EQ(refusal(j).param, "temperature");
   j = body();
+  j["stop_sequences"] = "END";  // a list, as Anthropic's schema says
+  EXPECT_EQ(refusal(j).param, "stop_sequences");
+  j = body();
   j["max_tokens"] = 0;
   EXPECT_EQ(refusal(j).param, "max_tokens");
   // A tool_result that answers no earlier tool_use.
