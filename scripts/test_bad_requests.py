@@ -3,7 +3,8 @@
 every generation endpoint with the wrong type, null, negative, huge, NaN-like or infinite values;
 broken JSON, invalid UTF-8, empty and enormous bodies, deep nesting; too many and too long
 headers, long URIs, wrong methods, unknown routes, bad keys. Each must get a 4xx whose body is a
-JSON error (OpenAI's {"error": {...}}, Ollama's {"error": "..."}), never a 5xx, a hang or a 200,
+JSON error (OpenAI's {"error": {...}}, Ollama's {"error": "..."}, Anthropic's
+{"type": "error", "error": {...}}), never a 5xx, a hang or a 200,
 and /health must answer 200 right after each. Prints the count; fails on the first few misses.
 Usage: scripts/test_bad_requests.py [BUILD_DIR]"""
 
@@ -116,6 +117,28 @@ def field_cases():
             "prompt": [5, []], "options": ["x", {"num_predict": "x"}, {"num_thread": 3}], "stream": ["x"], "raw": ["x", 1],
             "system": [5, [], {}],
         }),
+        "/v1/messages": ({"model": "tiny", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}, {
+            "model": [None, 5, []], "max_tokens": wrong + [None],
+            "messages": [None, "x", 1, [], [1], [{"role": "user"}], [{"role": "assistant", "content": "x"}],
+                         [{"role": "system", "content": "x"}], [{"role": "user", "content": 5}], [{"role": "user", "content": ""}],
+                         [{"role": "user", "content": []}], [{"role": "user", "content": [{"type": "image", "source": {}}]}],
+                         [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x"}]}],
+                         [{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}],
+                         [{"role": "user", "content": "x", "name": "bob"}], [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]],
+            "system": [5, [{"type": "image"}], [{"text": "x"}], {}], "temperature": ["x", -1, 2, 1e308 * 10, []],
+            "top_p": ["x", -0.5, 2, 0], "top_k": ["x", -5, 1.5, BIG], "stop_sequences": [5, "END", [5], [""], ["x"] * 100],
+            "stream": ["x", 1], "metadata": ["x", {"user_id": 5}, {"other": 1}],
+            "thinking": ["x", {"type": "enabled"}, {"type": "enabled", "budget_tokens": 10}, {"type": "enabled", "budget_tokens": BIG},
+                         {"type": "sometimes"}, {"type": "disabled", "budget_tokens": 2000}],
+            "tools": ["x", [{"name": "f"}], [{"name": "bad name", "input_schema": {"type": "object"}}],
+                      [{"type": "web_search_20250305", "name": "w"}], [{"name": "f", "input_schema": {"type": "object", "not": {}}}]],
+            "tool_choice": ["x", {"type": "any"}, {"type": "tool"}, {"type": "maybe"}],
+            "cache_control": ["x", {"type": "permanent"}], "output_config": ["x", {"effort": "huge"}, {"format": {"type": "xml"}}],
+            "container": ["x"], "mcp_servers": [[]], "service_tier": ["auto"], "frequency_penalty": [0.5],
+        }),
+        "/v1/messages/count_tokens": ({"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}, {
+            "messages": [None, []], "max_tokens": [5], "tools": ["x"], "model": [None],
+        }),
         "/tokenize": ({"content": "hi"}, {"content": [None, 5, []], "with_pieces": ["x"], "add_special": ["x"]}),
         "/detokenize": ({"tokens": [1, 2]}, {"tokens": [None, "x", [-1], [10 ** 12], ["x"], [1.5]]}),
         "/v1/answer_now": ({"id": "chatcmpl-none"}, {"id": [None, 5, []]}),
@@ -130,7 +153,7 @@ def field_cases():
 
 def body_cases():
     for path in ("/v1/chat/completions", "/v1/completions", "/completion", "/api/chat", "/api/generate", "/tokenize",
-                 "/detokenize", "/v1/answer_now"):
+                 "/detokenize", "/v1/answer_now", "/v1/messages", "/v1/messages/count_tokens"):
         yield f"{path} empty body", path, b""
         yield f"{path} broken JSON", path, b'{"messages": [{"role": "user", "content": "hi"'
         yield f"{path} a JSON array", path, b"[1, 2, 3]"
@@ -181,7 +204,8 @@ def main():
         for method, path in (("GET", "/v1/chat/completions"), ("PUT", "/v1/completions"), ("DELETE", "/v1/models"),
                              ("POST", "/v1/models"), ("PATCH", "/completion"), ("GET", "/api/chat"), ("POST", "/api/tags"),
                              ("POST", "/health"), ("GET", "/v1/nothing"), ("GET", "/../../etc/passwd"), ("GET", "/%2e%2e/%2e%2e/etc/passwd"),
-                             ("GET", "/assets/../../../etc/passwd"), ("POST", "/v2/chat/completions"), ("GET", "/api/nothing")):
+                             ("GET", "/assets/../../../etc/passwd"), ("POST", "/v2/chat/completions"), ("GET", "/api/nothing"),
+                             ("GET", "/v1/messages"), ("POST", "/v1/messages/batches")):
             status, reply = send(port, method, path, b"{}" if method != "GET" else b"")
             judge(f"{method} {path}", status, reply)
         for name, headers in (("no key", {"Authorization": ""}), ("a wrong key", {"Authorization": "Bearer nope"}),
@@ -193,7 +217,8 @@ def main():
         # The key on every route but the probes and the page (the route table of src/server/, route by route).
         routes = [("GET", p) for p in ("/api/ps", "/api/tags", "/api/version", "/metrics", "/models", "/props", "/slots", "/v1/models")] + \
                  [("POST", p) for p in ("/api/chat", "/api/generate", "/api/show", "/completion", "/completions", "/detokenize",
-                                        "/tokenize", "/v1/answer_now", "/v1/chat/completions", "/v1/completions")]
+                                        "/tokenize", "/v1/answer_now", "/v1/chat/completions", "/v1/completions", "/v1/messages",
+                                        "/v1/messages/count_tokens")]
         for method, path in routes:
             status, reply = send(port, method, path, b"{}" if method == "POST" else b"", {"Authorization": ""})
             if status != 401:
