@@ -48,6 +48,12 @@ bool check_fields(FieldReader& f, const json& obj, const std::string& where, Nam
   return true;
 }
 
+// obj[name] when it is a string, else "" (json::value() throws on a value of another type).
+std::string string_or_empty(const json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 bool bad(FieldReader& f, const std::string& field, const std::string& message) {
   f.fail(ApiError::bad_request(fmt::format("{}: {}", field, message), field));
   return false;
@@ -59,22 +65,21 @@ bool check_cache_control(FieldReader& f, const json& obj, const std::string& whe
   auto it = obj.find("cache_control");
   if (it == obj.end() || it->is_null()) return true;
   const std::string field = at(where, "cache_control");
-  if (!it->is_object() || it->value("type", "") != "ephemeral")
+  if (!it->is_object() || string_or_empty(*it, "type") != "ephemeral")
     return bad(f, field, "must be {\"type\": \"ephemeral\"}");
   if (!check_fields(f, *it, field, {"type", "ttl"})) return false;
-  if (it->contains("ttl") && *it->find("ttl") != "5m" && *it->find("ttl") != "1h")
+  const json ttl = it->contains("ttl") ? (*it)["ttl"] : json();
+  if (!ttl.is_null() && ttl != "5m" && ttl != "1h")
     return bad(f, field + ".ttl", "must be \"5m\" or \"1h\"");
   return true;
 }
 
-const json* typed_block(FieldReader& f, const json& b, const std::string& where,
-                        std::string* type) {
-  if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) {
-    bad(f, where, "each content block must be an object with a string 'type'");
-    return nullptr;
-  }
+// A content block's type; false (failed) when it is not an object with a string 'type'.
+bool typed_block(FieldReader& f, const json& b, const std::string& where, std::string* type) {
+  if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
+    return bad(f, where, "each content block must be an object with a string 'type'");
   *type = b["type"].get<std::string>();
-  return &b;
+  return true;
 }
 
 // A text block {type: "text", text, cache_control, citations}: its text.
@@ -229,12 +234,14 @@ bool read_message(FieldReader& f, const json& m, size_t i, std::unordered_set<st
         if (!ids->count(id))
           return bad(f, at(w, "tool_use_id"),
                      fmt::format("'{}' matches no earlier tool_use block", id));
-        if (auto e = b.find("is_error"); e != b.end() && !e->is_null() && !e->is_boolean())
+        auto is_error = b.find("is_error");
+        if (is_error != b.end() && !is_error->is_null() && !is_error->is_boolean())
           return bad(f, at(w, "is_error"), "must be a boolean");
         auto content = tool_result_content(f, b, w);
         if (!content) return false;
         // R1's template has no error flag: the result says so in words.
-        if (b.value("is_error", false)) *content = "Error: " + *content;
+        if (is_error != b.end() && is_error->is_boolean() && is_error->get<bool>())
+          *content = "Error: " + *content;
         text::ChatMessage r{"tool", std::move(*content)};
         r.tool_call_id = id;
         results.push_back(std::move(r));
@@ -436,8 +443,8 @@ void read_output_config(FieldReader& f, const json& body, const ServingDefaults&
     }
   }
   if (auto fm = it->find("format"); fm != it->end() && !fm->is_null()) {
-    if (!fm->is_object() || fm->value("type", "") != "json_schema" || !fm->contains("schema") ||
-        !(*fm)["schema"].is_object()) {
+    if (!fm->is_object() || string_or_empty(*fm, "type") != "json_schema" ||
+        !fm->contains("schema") || !(*fm)["schema"].is_object()) {
       bad(f, "output_config.format", "must be {\"type\": \"json_schema\", \"schema\": {...}}");
       return;
     }
@@ -522,7 +529,7 @@ std::optional<ApiError> parse_messages_request(const json& body, const ServingDe
     std::unordered_set<std::string> tool_use_ids;
     for (size_t i = 0; i < it->size() && f.ok(); ++i)
       read_message(f, (*it)[i], i, &tool_use_ids, out);
-    if (f.ok() && it->back().value("role", "") == "assistant") {
+    if (f.ok() && string_or_empty(it->back(), "role") == "assistant") {
       f.fail(ApiError::unsupported(fmt::format("messages.{}", it->size() - 1),
                                    "a final assistant message (prefill)"));
     }

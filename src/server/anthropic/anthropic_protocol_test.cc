@@ -144,6 +144,10 @@ TEST(AnthropicProtocolTest, ToolChoiceNoneAndErrorResults) {
   EXPECT_TRUE(g.grammar.empty());
   ASSERT_EQ(g.messages.size(), 3u);  // no user message for a turn of tool results only
   EXPECT_EQ(g.messages[2].content, "Error: no such city");
+  j["messages"][2]["content"][0]["is_error"] = nullptr;  // null: not an error, no exception
+  GenerationRequest plain;
+  ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &plain));
+  EXPECT_EQ(plain.messages[2].content, "no such city");
 }
 
 TEST(AnthropicProtocolTest, RefusesWhatAnthropicRefuses) {
@@ -220,6 +224,10 @@ TEST(AnthropicProtocolTest, UnimplementedFieldsAreRefusedByName) {
   EXPECT_EQ(refusal(j).status, 0);
   j["cache_control"] = {{"type", "permanent"}};
   EXPECT_EQ(refusal(j).param, "cache_control");
+  j["cache_control"] = {{"type", 5}};  // a wrong type is a 400, never an exception
+  EXPECT_EQ(refusal(j).param, "cache_control");
+  j["cache_control"] = {{"type", "ephemeral"}, {"ttl", 5}};
+  EXPECT_EQ(refusal(j).param, "cache_control.ttl");
 }
 
 TEST(AnthropicProtocolTest, ParallelCallsEffortAndOutputFormat) {
