@@ -62,7 +62,8 @@ std::vector<grammar::ToolFunction> read_functions(FieldReader& f, const json& to
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& t = tools[i];
     const std::string at = fmt::format("tools[{}]", i);
-    if (!t.is_object() || t.value("type", "") != "function") {
+    // Not json::value(): it throws on a type that is not a string (a 500 instead of this 400).
+    if (!t.is_object() || !t.contains("type") || t["type"] != "function") {
       f.fail(
           ApiError::bad_request(fmt::format("'{}.type' must be \"function\"", at), at + ".type"));
       break;
@@ -137,9 +138,9 @@ void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
     if (tc == "none") return;  // the model answers in text, as without tools
     if (tc == "required") {
       mode = grammar::ToolChoiceMode::kRequired;
-    } else if (tc.is_object() && tc.value("type", "") == "function" && tc.contains("function") &&
-               tc["function"].is_object() && tc["function"].contains("name") &&
-               tc["function"]["name"].is_string()) {
+    } else if (tc.is_object() && tc.contains("type") && tc["type"] == "function" &&
+               tc.contains("function") && tc["function"].is_object() &&
+               tc["function"].contains("name") && tc["function"]["name"].is_string()) {
       mode = grammar::ToolChoiceMode::kNamed;
       named = tc["function"]["name"].get<std::string>();
       bool found = false;
