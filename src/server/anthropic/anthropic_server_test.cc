@@ -6,57 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runtime/tiny_model_for_test.h"
-#include "server/server.h"
+#include "server/server_test_support.h"
 
 namespace ponder::server {
 namespace {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using nlohmann::json;
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::map<std::string, std::string> headers;
-  json j() const { return json::parse(body); }
-};
-
-Reply call(uint16_t port, http::verb method, const std::string& target, const std::string& body,
-           std::vector<std::pair<std::string, std::string>> headers = {}) {
-  net::io_context ioc;
-  tcp::socket s(ioc);
-  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
-  for (auto& [k, v] : headers) req.set(k, v);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(s, req);
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> p;
-  p.body_limit(64u << 20);
-  http::read(s, buf, p);
-  Reply r;
-  r.status = static_cast<int>(p.get().result_int());
-  r.body = p.get().body();
-  for (const auto& f : p.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
-  return r;
-}
-
-Reply post(uint16_t port, const std::string& target, const json& body,
-           std::vector<std::pair<std::string, std::string>> h = {}) {
-  return call(port, http::verb::post, target, body.dump(), std::move(h));
-}
 
 struct Event {
   std::string name;  // the `event:` line
@@ -128,27 +83,12 @@ json rebuild(const std::vector<Event>& ev) {
   return m;
 }
 
-struct Fixture {
-  std::unique_ptr<TinyModel> m;
-  std::unique_ptr<text::ChatTemplate> tmpl;
-  std::unique_ptr<Server> server;
-  uint16_t port = 0;
-
-  explicit Fixture(ServerConfig c = {}) {
-    m = load_tiny_model("Q8_0");
-    auto t = text::ChatTemplate::from_name("deepseek-r1");
-    EXPECT_TRUE(t.has_value());
-    tmpl = std::make_unique<text::ChatTemplate>(*t);
-    c.port = 0;
-    c.model_name = "tiny";
-    c.engine.kv_positions = 2048;
-    c.engine.threads.n_threads = 2;
-    c.response_cache = false;  // every answer generated, so streams and whole answers compare
-    server = std::make_unique<Server>(c, *m->model, m->tokenizer, *tmpl);
-    EXPECT_TRUE(server->start().is_ok());
-    port = server->port();
-  }
-};
+// Every answer generated (no response cache), so streams and whole answers compare.
+ServerConfig uncached() {
+  ServerConfig c;
+  c.response_cache = false;
+  return c;
+}
 
 json ask(const std::string& text, int max_tokens) {
   return {{"model", "claude-sonnet-4-5"},
@@ -175,7 +115,7 @@ void expect_anthropic_error(const Reply& r, int status, const std::string& type)
 }
 
 TEST(AnthropicServerTest, WholeMessageAndTheSameStreamed) {
-  Fixture f;
+  Fixture f(uncached());
   const Reply whole = post(f.port, "/v1/messages", ask("What is two plus two?", 24));
   ASSERT_EQ(whole.status, 200) << whole.body;
   const json w = whole.j();
@@ -219,7 +159,7 @@ TEST(AnthropicServerTest, WholeMessageAndTheSameStreamed) {
 }
 
 TEST(AnthropicServerTest, ThinkingDisabledHasNoThinkingBlock) {
-  Fixture f;
+  Fixture f(uncached());
   json b = ask("Hello", 16);
   b["thinking"] = {{"type", "disabled"}};
   const Reply r = post(f.port, "/v1/messages", b);
@@ -231,7 +171,7 @@ TEST(AnthropicServerTest, ThinkingDisabledHasNoThinkingBlock) {
 }
 
 TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
-  Fixture f;
+  Fixture f(uncached());
   json b = ask("Weather in Paris?", 200);
   b["thinking"] = {{"type", "disabled"}};
   b["tools"] = {kWeather};
@@ -266,7 +206,7 @@ TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
 }
 
 TEST(AnthropicServerTest, OutputFormatGivesJsonText) {
-  Fixture f;
+  Fixture f(uncached());
   json b = ask("Is the sky blue?", 100);
   b["thinking"] = {{"type", "disabled"}};
   b["output_config"] = {{"format",
@@ -285,7 +225,7 @@ TEST(AnthropicServerTest, OutputFormatGivesJsonText) {
 }
 
 TEST(AnthropicServerTest, StopSequenceIsNamed) {
-  Fixture f;
+  Fixture f(uncached());
   json b = ask("Tell me a story", 24);
   b["thinking"] = {{"type", "disabled"}};
   const json w = post(f.port, "/v1/messages", b).j();
@@ -308,7 +248,7 @@ TEST(AnthropicServerTest, StopSequenceIsNamed) {
 // A stream whose first token is slow to come (a long prompt, a slow prefill) gets Anthropic's
 // ping events meanwhile, not OpenAI's comment lines.
 TEST(AnthropicServerTest, SlowPrefillsSendPings) {
-  ServerConfig c;
+  ServerConfig c = uncached();
   c.keepalive_s = 0.02;
   c.engine.max_batch = 1;  // one prompt row per step: a slow prefill
   Fixture f(c);
@@ -328,7 +268,7 @@ TEST(AnthropicServerTest, SlowPrefillsSendPings) {
 // A server that cannot take the work (draining here, a full queue likewise) answers Anthropic's
 // overloaded_error, which the SDKs retry after Retry-After.
 TEST(AnthropicServerTest, BusyIsOverloadedError) {
-  Fixture f;
+  Fixture f(uncached());
   EXPECT_TRUE(f.server->drain(5));
   const Reply r = post(f.port, "/v1/messages", ask("hi", 3));
   expect_anthropic_error(r, 503, "overloaded_error");
@@ -336,7 +276,7 @@ TEST(AnthropicServerTest, BusyIsOverloadedError) {
 }
 
 TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
-  Fixture f;
+  Fixture f(uncached());
   json b = ask("Count me", 4);
   const Reply r = post(f.port, "/v1/messages", b);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -353,7 +293,7 @@ TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
 }
 
 TEST(AnthropicServerTest, RefusalsHaveAnthropicsShape) {
-  ServerConfig c;
+  ServerConfig c = uncached();
   c.access.api_key = "sekret";
   Fixture f(c);
   const std::vector<std::pair<std::string, std::string>> key = {{"x-api-key", "sekret"}};
