@@ -455,6 +455,27 @@ void read_output_config(FieldReader& f, const json& body, const ServingDefaults&
 
 }  // namespace
 
+FieldPolicy anthropic_field_policy(bool count_tokens) {
+  FieldPolicy p;
+  p.honoured = {"model", "messages",    "system",        "thinking",
+                "tools", "tool_choice", "cache_control", "output_config"};
+  if (!count_tokens) {
+    for (std::string_view n :
+         {"max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "stream", "metadata"})
+      p.honoured.push_back(n);
+  }
+  p.fixed = {{"service_tier", "standard_only", "one tier of service, no priority capacity"},
+             {"speed", "standard", "one speed: the machine's"}};
+  p.refused = {{"container", "no code execution containers"},
+               {"mcp_servers", "no MCP connector: call the MCP tools from the client as tools"},
+               {"inference_geo", "the model runs on this server"},
+               {"diagnostics", ""},
+               {"context_management", "no context editing: trim the messages in the client"},
+               {"user_profile_id", "send metadata.user_id"},
+               {"workspace_id", "no workspaces"}};
+  return p;
+}
+
 std::optional<ApiError> parse_messages_request(const json& body, const ServingDefaults& defaults,
                                                bool count_tokens, GenerationRequest* out) {
   if (!body.is_object()) return ApiError::bad_request("the request body must be a JSON object");
@@ -464,21 +485,12 @@ std::optional<ApiError> parse_messages_request(const json& body, const ServingDe
   out->options.sampling = defaults.sampling;
   out->options.max_tokens = defaults.max_tokens;
   out->options.reasoning_budget = defaults.reasoning_budget;
-  const Names refused = {"container",          "mcp_servers",     "service_tier",
-                         "inference_geo",      "speed",           "diagnostics",
-                         "context_management", "user_profile_id", "workspace_id"};
-  if (count_tokens) {
-    check_fields(f, body, "",
-                 {"model", "messages", "system", "thinking", "tools", "tool_choice",
-                  "cache_control", "output_config"},
-                 refused);
-  } else {
-    check_fields(f, body, "",
-                 {"model", "max_tokens", "messages", "system", "stop_sequences", "temperature",
-                  "top_p", "top_k", "stream", "metadata", "thinking", "tools", "tool_choice",
-                  "cache_control", "output_config"},
-                 refused);
-  }
+  // Anthropic refuses a field it does not know, and its clients expect that: so does this route
+  // (the OpenAI and Ollama routes ignore and name them instead, field_policy.h).
+  const FieldPolicy policy = anthropic_field_policy(count_tokens);
+  policy.check(f, body);
+  if (const std::vector<std::string> unknown = policy.unknown(body); f.ok() && !unknown.empty())
+    bad(f, unknown[0], "Extra inputs are not permitted");
   if (!f.ok()) return f.error();
   if (!f.has("model")) return ApiError::bad_request("model: Field required", "model");
   f.string("model");  // any name: the server serves one model and answers with its name

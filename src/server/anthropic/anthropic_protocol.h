@@ -12,12 +12,17 @@
 #include <string>
 
 #include "server/common/api_error.h"
+#include "server/common/field_policy.h"
 #include "server/common/generation_request.h"
 
 namespace ponder::server {
 
 // The minimum of thinking.budget_tokens (Anthropic's rule, kept so clients see the same 400s).
 inline constexpr int64_t kMinThinkingBudget = 1024;
+
+// The body's top-level fields (/v1/messages, or count_tokens): honoured, fixed at the value that
+// says what Ponder does, or refused naming what to send instead (docs/server.md has the table).
+FieldPolicy anthropic_field_policy(bool count_tokens);
 
 // Parses a Messages request into *out (chat messages with R1's tool roles, sampling, thinking,
 // the tools' grammar). count_tokens: the body of /v1/messages/count_tokens (no max_tokens, no

@@ -268,6 +268,35 @@ TEST(AnthropicProtocolTest, ParallelCallsEffortAndOutputFormat) {
   EXPECT_EQ(adaptive.options.reasoning_budget, 300);  // the server's own
 }
 
+// Every field of the table is read (a wrong value is a 400 naming it), taken only at its fixed
+// value, or refused by name: a field nobody reads fails here.
+TEST(AnthropicFieldPolicyTest, EveryKnownFieldIsReadOrRefusedByName) {
+  for (const bool count_tokens : {false, true}) {
+    json base = body();
+    if (count_tokens) base.erase("max_tokens");
+    const FieldPolicy policy = anthropic_field_policy(count_tokens);
+    auto refused_naming = [&](const std::string& name, const json& value) {
+      json b = base;
+      b[name] = value;
+      const ApiError e = refusal(b, count_tokens);
+      EXPECT_EQ(e.status, 400) << name << " = " << value;
+      EXPECT_EQ(e.param.rfind(name, 0), 0u) << name << ": " << e.message;
+    };
+    const json wrong = json::array({json::array({json::array()})});  // no field takes [[[]]]
+    for (std::string_view name : policy.honoured) refused_naming(std::string(name), wrong);
+    for (const FixedField& x : policy.fixed) {
+      refused_naming(std::string(x.name), "other");
+      json b = base;
+      b[std::string(x.name)] = x.value;
+      EXPECT_EQ(refusal(b, count_tokens).status, 0) << x.name;
+    }
+    for (const RefusedField& x : policy.refused) refused_naming(std::string(x.name), json(1));
+    json b = base;
+    b["n"] = 2;  // OpenAI's: unknown here, refused as Anthropic refuses it
+    EXPECT_EQ(refusal(b, count_tokens).message, "n: Extra inputs are not permitted");
+  }
+}
+
 TEST(AnthropicProtocolTest, CountTokensNeedsNoMaxTokens) {
   json j = body();
   j.erase("max_tokens");
