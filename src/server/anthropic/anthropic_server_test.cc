@@ -164,10 +164,47 @@ TEST(AnthropicServerTest, ThinkingDisabledHasNoThinkingBlock) {
   b["thinking"] = {{"type", "disabled"}};
   const Reply r = post(f.port, "/v1/messages", b);
   ASSERT_EQ(r.status, 200) << r.body;
-  for (const json& block : r.j()["content"]) EXPECT_NE(block["type"], "thinking");
+  const json w = r.j();  // kept: a range over a temporary's member would dangle
+  ASSERT_FALSE(w["content"].empty()) << w;
+  EXPECT_EQ(w["content"][0]["type"], "text");  // the tokens went to the answer
+  for (const json& block : w["content"]) EXPECT_NE(block["type"], "thinking");
   b["stream"] = true;
   const json m = rebuild(events(post(f.port, "/v1/messages", b).body));
-  EXPECT_EQ(m["content"], r.j()["content"]);
+  EXPECT_EQ(m["content"], w["content"]);
+}
+
+// thinking.budget_tokens and output_config.effort cut the thinking where the OpenAI route's
+// reasoning_budget does: the same thinking on both routes, and no more tokens of it.
+TEST(AnthropicServerTest, ThinkingBudgetsCutTheThinkingAsOnTheOpenAiRoute) {
+  ServerConfig c = uncached();
+  c.defaults.efforts = {3, 6, -1};
+  Fixture f(c);
+  std::vector<std::pair<json, int>> controls;
+  json enabled = json::object(), low = json::object();
+  enabled["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+  low["output_config"] = {{"effort", "low"}};
+  controls.emplace_back(enabled, 1024);
+  controls.emplace_back(low, 3);
+  for (const auto& [control, budget] : controls) {
+    json b = ask("hi", 1100);
+    b.update(control);
+    const Reply r = post(f.port, "/v1/messages", b);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json w = r.j();
+    ASSERT_FALSE(w["content"].empty()) << w;
+    const json& first = w["content"][0];
+    const std::string thinking = first["type"] == "thinking" ? first["thinking"] : "";
+    const Reply openai = post(f.port, "/v1/chat/completions",
+                              {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                               {"max_tokens", 1100},
+                               {"temperature", 0},
+                               {"reasoning_budget", budget}});
+    ASSERT_EQ(openai.status, 200) << openai.body;
+    const json chat = openai.j();
+    EXPECT_LE(chat["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>(),
+              budget + 2);  // the budget, then "</think>" and the blank line
+    EXPECT_EQ(thinking, chat["choices"][0]["message"].value("reasoning_content", "")) << control;
+  }
 }
 
 TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
