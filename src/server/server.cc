@@ -8,6 +8,7 @@
 #include "server/ollama/ollama_routes.h"
 #include "server/openai/openai_serving.h"
 #include "server/page/web_routes.h"
+#include "server/responses/responses_serving.h"
 
 namespace ponder::server {
 
@@ -42,6 +43,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->keepalive_s = config_.keepalive_s;
   ctx_->reasoning_field = config_.reasoning_field;
   add_openai_routes(*router_, *ctx_);
+  add_responses_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);
   add_ollama_routes(*router_, *ctx_);
