@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors) and
 # the official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
-# calls in tests/clients/openai_structured.mjs, with zod and ajv). Stops what it starts.
+# calls in tests/clients/openai_structured.mjs, with zod and ajv; the Responses API in
+# tests/clients/openai_responses.mjs). Stops what it starts.
 # Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,8 @@ cp tests/clients/openai_client.mjs build-npm/
 node build-npm/openai_client.mjs "$URL/v1" "$KEY" || fail "openai client"
 cp tests/clients/openai_structured.mjs build-npm/
 node build-npm/openai_structured.mjs "$URL/v1" "$KEY" || fail "openai structured outputs and tools"
+cp tests/clients/openai_responses.mjs build-npm/
+node build-npm/openai_responses.mjs "$URL/v1" "$KEY" || fail "openai responses"
 kill -TERM $PID
 wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
 grep -q draining "$LOG" || fail "no drain on SIGTERM"
