@@ -26,7 +26,8 @@ assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
 assert.equal(whole.usage.output_tokens, 12);
 assert.equal(whole.instructions, 'Answer briefly.');
 assert.equal(whole.output[0].type, 'reasoning');
-assert.equal(typeof whole.output_text, 'string');  // the SDK's join of the message texts
+const wholeMessage = whole.output.find((item) => item.type === 'message');
+assert.equal(whole.output_text, wholeMessage ? wholeMessage.content[0].text : '');  // the SDK's join
 
 // retrieve gives the stored response back; del removes it.
 const got = await client.responses.retrieve(whole.id);

@@ -409,8 +409,11 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
   f.string("prompt_cache_retention");  // the prefix cache lives as long as its memory allows
   read_reasoning(f, body, d, &g, &s);
   if (auto v = f.integer("reasoning_budget", -1, 1 << 24)) {
+    if (f.has("reasoning") && body["reasoning"].is_object() &&
+        body["reasoning"].contains("effort") && !body["reasoning"]["effort"].is_null())
+      f.fail(ApiError::bad_request("send only one of 'reasoning.effort' and 'reasoning_budget'",
+                                   "reasoning_budget"));
     g.options.reasoning_budget = static_cast<int32_t>(*v);
-    g.thinking = true;
   }
   read_metadata(f, body, &s);
   read_text(f, body, &g, &s);

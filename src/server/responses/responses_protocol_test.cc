@@ -170,6 +170,11 @@ TEST(ResponsesProtocolTest, ReasoningEffortIsAThinkingControl) {
   EXPECT_EQ(low.g.options.reasoning_budget, EffortBudgets{}.low);
   EXPECT_EQ(low.settings["reasoning"]["summary"], "auto");
   EXPECT_EQ(refusal({{"input", "x"}, {"reasoning", {{"effort", "max"}}}}), "reasoning.effort");
+  EXPECT_EQ(refusal({{"input", "x"}, {"reasoning", {{"effort", "low"}}}, {"reasoning_budget", 4}}),
+            "reasoning_budget");
+  ResponsesRequest budget;
+  ASSERT_FALSE(parse({{"input", "x"}, {"reasoning_budget", 4}}, &budget));
+  EXPECT_EQ(budget.g.options.reasoning_budget, 4);
 }
 
 TEST(ResponsesProtocolTest, RefusalsNameTheField) {
