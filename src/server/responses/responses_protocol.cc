@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <unordered_set>
 
 #include "grammar/json_schema.h"
@@ -40,6 +41,9 @@ std::string str_or_empty(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
+
+// A float as a double with its shortest decimal form (0.95f echoes as 0.95, not 0.9499999...).
+double as_written(float x) { return std::strtod(fmt::format("{}", x).c_str(), nullptr); }
 
 ApiError unknown_parameter(const std::string& name) {
   ApiError e = ApiError::bad_request(fmt::format("Unknown parameter: '{}'.", name), name);
@@ -463,8 +467,8 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
 
   s["instructions"] = instructions ? json(*instructions) : json(nullptr);
   s["max_output_tokens"] = f.has("max_output_tokens") ? json(g.options.max_tokens) : json(nullptr);
-  s["temperature"] = g.options.sampling.temperature;
-  s["top_p"] = g.options.sampling.top_p;
+  s["temperature"] = as_written(g.options.sampling.temperature);
+  s["top_p"] = as_written(g.options.sampling.top_p);
   s["previous_response_id"] =
       out->previous_response_id.empty() ? json(nullptr) : json(out->previous_response_id);
   s["store"] = out->store;

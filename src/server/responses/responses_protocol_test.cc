@@ -53,7 +53,8 @@ TEST(ResponsesProtocolTest, AStringInputIsOneUserMessageAndTheSettingsAreEchoed)
   EXPECT_EQ(r.input_items[0]["content"][0]["text"], "Hi");
   EXPECT_EQ(r.settings["instructions"], "Be brief.");
   EXPECT_EQ(r.settings["max_output_tokens"], 20);
-  EXPECT_FLOAT_EQ(r.settings["temperature"].get<float>(), 0.5f);
+  EXPECT_EQ(r.settings["temperature"], 0.5);
+  EXPECT_EQ(r.settings["top_p"], 0.95);  // the model card's default, as written
   EXPECT_EQ(r.settings["tool_choice"], "auto");
   EXPECT_EQ(r.settings["tools"], json::array());
   EXPECT_EQ(r.settings["text"]["format"]["type"], "text");
