@@ -1,7 +1,7 @@
 // The Responses API through the official `openai` npm client, unmodified: responses.create
-// (output_text, usage, a reasoning item), responses.stream (typed events in order, their deltas
+// (output_text, usage, a reasoning item), retrieve / inputItems.list / del, responses.stream (typed events in order, their deltas
 // against finalResponse()), responses.parse with a zod text format, a function tool round trip
-// through previous_response_id and function_call_output, retrieve / del, and refusals. The
+// through previous_response_id and function_call_output, and refusals. The
 // model is a random-weight tiny one: tools are forced with tool_choice, JSON with a schema, and
 // reasoning_budget (Ponder's extension) keeps the thinking short.
 // Usage: node openai_responses.mjs BASE_URL API_KEY (from a folder whose node_modules has openai
@@ -32,6 +32,9 @@ assert.equal(whole.output_text, wholeMessage ? wholeMessage.content[0].text : ''
 // retrieve gives the stored response back; del removes it.
 const got = await client.responses.retrieve(whole.id);
 assert.deepEqual(got.output, whole.output);
+const inputItems = await client.responses.inputItems.list(whole.id);
+assert.equal(inputItems.data.length, 1);
+assert.deepEqual(inputItems.data[0].content, [{ type: 'input_text', text: 'What is two plus two?' }]);
 await client.responses.del(whole.id);
 await assert.rejects(client.responses.retrieve(whole.id), (e) => e instanceof OpenAI.NotFoundError);
 

@@ -21,8 +21,9 @@
 namespace ponder::server {
 
 struct StoredResponse {
-  nlohmann::json response;                         // the response object, as answered
-  nlohmann::json items;                            // this turn: input items, then output items
+  nlohmann::json response;  // the response object, as answered
+  nlohmann::json items;     // this turn: input items, then output items
+  size_t n_input = 0;       // items[0, n_input) are the input (GET .../input_items)
   std::shared_ptr<const StoredResponse> previous;  // the response it continued, or null
   // Every item of the conversation up to and with this turn, oldest first.
   nlohmann::json conversation() const;

@@ -167,6 +167,18 @@ TEST(ResponsesServerTest, WholeAndStreamedAgreeAndStoredResponsesAreReadBack) {
   const Reply got = call(f.port, http::verb::get, "/v1/responses/" + id);
   ASSERT_EQ(got.status, 200);
   EXPECT_EQ(got.j(), resp);
+  const Reply in = call(f.port, http::verb::get, "/v1/responses/" + id + "/input_items");
+  ASSERT_EQ(in.status, 200) << in.body;
+  EXPECT_EQ(in.j()["object"], "list");
+  ASSERT_EQ(in.j()["data"].size(), 1u);
+  const json item = in.j()["data"][0];
+  EXPECT_EQ(item["type"], "message");
+  EXPECT_EQ(item["role"], "user");
+  EXPECT_EQ(item["content"],
+            json::parse(R"([{"type": "input_text", "text": "What is two plus two?"}])"));
+  EXPECT_EQ(item["id"].get<std::string>().rfind("msg_", 0), 0u);
+  EXPECT_EQ(in.j()["first_id"], item["id"]);
+  EXPECT_EQ(in.j()["has_more"], false);
   const Reply del = call(f.port, http::verb::delete_, "/v1/responses/" + id);
   EXPECT_EQ(del.status, 200);
   EXPECT_EQ(del.j()["deleted"], true);
@@ -267,6 +279,33 @@ TEST(ResponsesServerTest, TextFormatJsonSchemaGivesJsonFollowingTheSchema) {
     EXPECT_LE(value["age"].get<int>(), 120);
     EXPECT_EQ(value.size(), 2u);
   }
+}
+
+// GET .../input_items: this turn's input, newest first unless order=asc, in pages (limit, after).
+TEST(ResponsesServerTest, InputItemsAreListedInPages) {
+  Fixture f;
+  json input = json::array();
+  for (const char* text : {"a", "b", "c"}) input.push_back({{"role", "user"}, {"content", text}});
+  const Reply r = post(f.port, {{"input", input}, {"max_output_tokens", 2}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string items = "/v1/responses/" + r.j()["id"].get<std::string>() + "/input_items";
+  auto texts_of = [](const json& list) {
+    std::string out;
+    for (const json& item : list["data"]) out += item["content"][0]["text"].get<std::string>();
+    return out;
+  };
+  const json page = call(f.port, http::verb::get, items + "?limit=2").j();
+  EXPECT_EQ(texts_of(page), "cb");
+  EXPECT_EQ(page["has_more"], true);
+  const json rest =
+      call(f.port, http::verb::get, items + "?limit=2&after=" + page["last_id"].get<std::string>())
+          .j();
+  EXPECT_EQ(texts_of(rest), "a");
+  EXPECT_EQ(rest["has_more"], false);
+  EXPECT_EQ(texts_of(call(f.port, http::verb::get, items + "?order=asc").j()), "abc");
+  EXPECT_EQ(call(f.port, http::verb::get, items + "?limit=0").status, 400);
+  EXPECT_EQ(call(f.port, http::verb::get, items + "?order=up").status, 400);
+  EXPECT_EQ(call(f.port, http::verb::get, "/v1/responses/resp_x/input_items").status, 404);
 }
 
 TEST(ResponsesServerTest, RefusalsInOpenAisErrorShape) {

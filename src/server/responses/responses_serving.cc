@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -37,6 +39,69 @@ ApiError response_not_found(const std::string& id) {
   e.type = "invalid_request_error";
   e.code.clear();
   return e;
+}
+
+// This turn's input as it is stored: every item with an id (GET .../input_items lists them by
+// it), a message's content as parts.
+json stored_input(const json& items, const std::string& suffix) {
+  json out = json::array();
+  for (size_t i = 0; i < items.size(); ++i) {
+    json item = items[i];
+    const bool typed = item.contains("type") && item["type"].is_string();
+    const std::string type = typed ? item["type"].get<std::string>() : "message";
+    const char* prefix = type == "function_call" ? "fc" : type == "message" ? "msg" : "fco";
+    if (type == "message") {
+      item["type"] = "message";
+      if (item["content"].is_string()) {
+        const bool assistant = item["role"] == "assistant";
+        json part = {{"type", assistant ? "output_text" : "input_text"}, {"text", item["content"]}};
+        if (assistant) part["annotations"] = json::array();
+        item["content"] = json::array({part});
+      }
+    }
+    if (!item.contains("id") || !item["id"].is_string())
+      item["id"] = fmt::format("{}_{}in{}", prefix, suffix, i);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// GET /v1/responses/{id}/input_items: OpenAI's list (order desc by default, limit 1-100, after).
+void list_input_items(const StoredResponse& stored, const HttpRequest& req, Responder& r) {
+  const std::string order = query_param(req, "order").empty() ? "desc" : query_param(req, "order");
+  if (order != "asc" && order != "desc")
+    return reply_error(r, ApiError::bad_request("'order' must be asc or desc", "order"));
+  int64_t limit = 20;
+  if (const std::string l = query_param(req, "limit"); !l.empty()) {
+    char* end = nullptr;
+    limit = std::strtoll(l.c_str(), &end, 10);
+    if (*end != '\0' || limit < 1 || limit > 100)
+      return reply_error(
+          r, ApiError::bad_request(fmt::format("'limit' is '{}'; it must be between 1 and 100", l),
+                                   "limit"));
+  }
+  std::vector<json> items(stored.items.begin(),
+                          stored.items.begin() + static_cast<std::ptrdiff_t>(stored.n_input));
+  if (order == "desc") std::reverse(items.begin(), items.end());
+  size_t first = 0;
+  if (const std::string after = query_param(req, "after"); !after.empty()) {
+    while (first < items.size() && items[first]["id"] != after) ++first;
+    if (first == items.size())
+      return reply_error(
+          r, ApiError::bad_request(
+                 fmt::format("'after' is '{}', which is not an input item", after), "after"));
+    ++first;
+  }
+  json data = json::array();
+  for (size_t i = first; i < items.size() && data.size() < static_cast<size_t>(limit); ++i)
+    data.push_back(items[i]);
+  const bool has_more = first + data.size() < items.size();
+  reply_json(r, 200,
+             {{"object", "list"},
+              {"data", data},
+              {"first_id", data.empty() ? json(nullptr) : data.front()["id"]},
+              {"last_id", data.empty() ? json(nullptr) : data.back()["id"]},
+              {"has_more", has_more}});
 }
 
 // One request's response, built from its engine events on the I/O thread.
@@ -141,7 +206,8 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
     if (req_.store && status != "failed" && reason != "cancelled") {
       auto stored = std::make_shared<StoredResponse>();
       stored->response = r;
-      stored->items = req_.input_items;
+      stored->items = stored_input(req_.input_items, suffix_);
+      stored->n_input = stored->items.size();
       for (const auto& item : output_.items()) stored->items.push_back(item);
       stored->previous = previous_;
       store_->put(id_, std::move(stored));
@@ -197,10 +263,17 @@ void add_responses_routes(Router& router, ServerContext& ctx,
              [&ctx, store](HttpRequest&& req, std::shared_ptr<Responder> r) {
                create(ctx, store, std::move(req), std::move(r));
              });
-  // GET /v1/responses/{id}: a stored response (not its input items, nor a replayed stream).
+  // GET /v1/responses/{id}: a stored response (not a replayed stream); .../input_items: its input.
   router.add_prefix(http::verb::get, kPrefix,
                     [store](HttpRequest&& req, std::shared_ptr<Responder> r) {
-                      const std::string id = target_path(req).substr(std::strlen(kPrefix));
+                      std::string id = target_path(req).substr(std::strlen(kPrefix));
+                      constexpr std::string_view kItems = "/input_items";
+                      if (id.ends_with(kItems)) {
+                        id.resize(id.size() - kItems.size());
+                        auto stored = store->get(id);
+                        if (!stored) return reply_error(*r, response_not_found(id));
+                        return list_input_items(*stored, req, *r);
+                      }
                       if (query_param(req, "stream") == "true")
                         return reply_error(*r, ApiError::unsupported("stream", "'stream' on GET"));
                       auto stored = store->get(id);
