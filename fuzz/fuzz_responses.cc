@@ -1,9 +1,9 @@
 // A request body as POST /v1/responses sees it: JSON parsing, the Responses schema with its
-// validation (input items, tools, text.format, reasoning, previous_response_id resolved against
-// one stored conversation), the chat template and tokenization of what passed. Any input is
-// accepted or refused with a 400, never a crash. The first byte also splits the `input` string,
-// fed to ResponseOutput as an answer with tools in two pieces: the items must equal those of the
-// answer fed whole.
+// validation (input items, tools, text.format, reasoning, previous_response_id and item_reference
+// resolved against one stored conversation), the chat template and tokenization of what passed. Any
+// input is accepted or refused with a 400, never a crash. The first byte also splits the `input`
+// string, fed to ResponseOutput as an answer with tools in two pieces: the items must equal those
+// of the answer fed whole.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (body.is_discarded()) return 0;
   static const nlohmann::json earlier = nlohmann::json::parse(R"([
     {"type": "message", "role": "user", "content": "Weather?"},
-    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"}])");
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+     "arguments": "{}"}])");
   const ponder::server::ConversationLookup lookup =
       [](const std::string& id) -> std::optional<nlohmann::json> {
     if (id == "resp_1") return earlier;
@@ -28,7 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   ponder::server::ResponsesRequest r;
   const ponder::server::ServingDefaults defaults;
-  if (auto e = ponder::server::parse_responses_request(body, defaults, lookup, &r)) {
+  const ponder::server::ItemLookup find_item =
+      [](const std::string& id) -> std::optional<nlohmann::json> {
+    if (id == "fc_1") return earlier[1];
+    return std::nullopt;
+  };
+  if (auto e = ponder::server::parse_responses_request(body, defaults, lookup, &r, find_item)) {
     if (e->status != 400 || e->message.empty()) std::abort();
     return 0;
   }

@@ -32,6 +32,18 @@ std::shared_ptr<const StoredResponse> ResponseStore::get(const std::string& id) 
   return it == by_id_.end() ? nullptr : it->second->response;
 }
 
+std::optional<nlohmann::json> ResponseStore::find_item(const std::string& item_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  evict_locked();
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    for (const auto& item : it->response->items) {
+      auto id = item.find("id");
+      if (id != item.end() && *id == item_id) return item;
+    }
+  }
+  return std::nullopt;
+}
+
 bool ResponseStore::erase(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_id_.find(id);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -47,6 +48,9 @@ class ResponseStore {
   void put(const std::string& id, std::shared_ptr<const StoredResponse> r);
   // The response, or null when it was never stored, was deleted or has expired.
   std::shared_ptr<const StoredResponse> get(const std::string& id);
+  // An item of a stored response's own turn (input or output) by its id, newest response first;
+  // nullopt when none has it. A walk over the store: it is bounded.
+  std::optional<nlohmann::json> find_item(const std::string& item_id);
   // False when there was nothing to remove.
   bool erase(const std::string& id);
   size_t size();

@@ -61,6 +61,18 @@ TEST(ResponsesStoreTest, ResponsesExpireAfterTheirAge) {
   EXPECT_EQ(store.size(), 0u);
 }
 
+TEST(ResponsesStoreTest, ItemsAreFoundByIdNewestFirst) {
+  ResponseStore store;
+  store.put("t1", turn(json::parse(R"([{"id": "fc_1", "n": 1}, {"id": "msg_1"}])")));
+  store.put("t2", turn(json::parse(R"([{"id": "fc_1", "n": 2}])")));
+  ASSERT_TRUE(store.find_item("fc_1"));
+  EXPECT_EQ((*store.find_item("fc_1"))["n"], 2);
+  EXPECT_TRUE(store.find_item("msg_1"));
+  EXPECT_FALSE(store.find_item("msg_2"));
+  store.erase("t1");
+  EXPECT_FALSE(store.find_item("msg_1"));
+}
+
 TEST(ResponsesStoreTest, AConversationIsTheChainOfItsTurns) {
   ResponseStore store({.max_responses = 2, .max_age = std::chrono::seconds(3600)});
   store.put("t1", turn(json::array({"q1", "a1"})));

@@ -382,7 +382,8 @@ void read_metadata(FieldReader& f, const json& body, json* settings) {
 
 std::optional<ApiError> parse_responses_request(const json& body, const ServingDefaults& d,
                                                 const ConversationLookup& lookup,
-                                                ResponsesRequest* out) {
+                                                ResponsesRequest* out,
+                                                const ItemLookup& find_item) {
   if (!body.is_object()) return ApiError::bad_request("the request body must be a JSON object");
   for (const auto& [name, value] : body.items()) {
     if (!known_fields().count(name)) return unknown_parameter(name);
@@ -438,6 +439,7 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
     read_items(f, *earlier, "previous_response_id", &call_ids, &g.messages);
   }
   auto in = body.find("input");
+  json resolved = json::array();
   if (!f.ok()) return f.error();
   if (in == body.end() || in->is_null()) {
     return ApiError::bad_request("'input' is required", "input");
@@ -448,15 +450,32 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
   } else if (in->is_array()) {
     if (in->empty() && out->previous_response_id.empty())
       return ApiError::bad_request("'input' is empty", "input");
-    for (const auto& item : *in) {
-      if (!(str_or_empty(item, "type") == "reasoning")) out->input_items.push_back(item);
+    // item_reference: the stored item it names, in its place.
+    for (size_t i = 0; i < in->size(); ++i) {
+      const json& item = (*in)[i];
+      if (str_or_empty(item, "type") != "item_reference") {
+        resolved.push_back(item);
+        continue;
+      }
+      const std::string at = fmt::format("input[{}].id", i);
+      const std::string id = str_or_empty(item, "id");
+      const std::optional<json> found = find_item && !id.empty() ? find_item(id) : std::nullopt;
+      if (!found) {
+        return ApiError::bad_request(id.empty() ? fmt::format("'{}' must be a string", at)
+                                                : fmt::format("Item with id '{}' not found.", id),
+                                     at);
+      }
+      resolved.push_back(*found);
+    }
+    for (const auto& item : resolved) {
+      if (str_or_empty(item, "type") != "reasoning") out->input_items.push_back(item);
     }
   } else {
     return ApiError::bad_request(
         fmt::format("'input' must be a string or an array of items, not {}", json_type_name(*in)),
         "input");
   }
-  read_items(f, in->is_string() ? out->input_items : *in, "input", &call_ids, &g.messages);
+  read_items(f, in->is_string() ? out->input_items : resolved, "input", &call_ids, &g.messages);
 
   json tools_echo = json::array();
   std::vector<grammar::ToolFunction> tools;

@@ -1,12 +1,13 @@
 // The Responses API's request (POST /v1/responses): `input` as a string or as items (messages,
 // function calls and their outputs, reasoning items), `instructions`, `previous_response_id`
 // (the stored conversation it continues), `tools` / `tool_choice` in the Responses shape,
-// `text.format` through the structured-outputs engine, `reasoning.effort` as a thinking control,
-// sampling and limits. Read into a GenerationRequest plus what the response object echoes.
-// As OpenAI does, a field it does not define is a 400 ("Unknown parameter"), a field it defines
-// that Ponder does not implement is a 400 naming it, and every malformed item names its path.
-// Depends on server/common/ (field readers, request fields, the generation request) and
-// server/openai/openai_tools.h (the tools' grammar and prompt).
+// item_reference resolved from the stored responses, `text.format` through the structured-outputs
+// engine, `reasoning.effort` as a thinking control, sampling and limits. Read into a
+// GenerationRequest plus what the response object echoes. As OpenAI does, a field it does not
+// define is a 400 ("Unknown parameter"), a field it defines that Ponder does not implement is a 400
+// naming it, and every malformed item names its path. Depends on server/common/ (field readers,
+// request fields, the generation request) and server/openai/openai_tools.h (the tools' grammar and
+// prompt).
 #pragma once
 
 #include <functional>
@@ -35,11 +36,15 @@ struct ResponsesRequest {
 // that id is stored.
 using ConversationLookup = std::function<std::optional<nlohmann::json>(const std::string& id)>;
 
+// A stored item (input or output of a stored response) by its id, or nullopt.
+using ItemLookup = std::function<std::optional<nlohmann::json>(const std::string& id)>;
+
 // Parses a request body into *out; an error names the field at fault. `lookup` resolves
-// previous_response_id.
+// previous_response_id, `find_item` an input item of type item_reference.
 std::optional<ApiError> parse_responses_request(const nlohmann::json& body,
                                                 const ServingDefaults& defaults,
                                                 const ConversationLookup& lookup,
-                                                ResponsesRequest* out);
+                                                ResponsesRequest* out,
+                                                const ItemLookup& find_item = nullptr);
 
 }  // namespace ponder::server

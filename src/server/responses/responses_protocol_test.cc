@@ -120,6 +120,29 @@ TEST(ResponsesProtocolTest, PreviousResponseIdPrependsItsConversation) {
   EXPECT_EQ(refusal({{"input", next["input"]}}), "input[0].call_id");
 }
 
+TEST(ResponsesProtocolTest, AnItemReferenceIsTheStoredItem) {
+  const ItemLookup find = [](const std::string& id) -> std::optional<json> {
+    if (id != "fc_7") return std::nullopt;
+    return json::parse(
+        R"({"type": "function_call", "id": "fc_7", "call_id": "call_7", "name": "f", "arguments": "{}"})");
+  };
+  const json input = json::parse(R"([{"role": "user", "content": "Go"},
+    {"type": "item_reference", "id": "fc_7"},
+    {"type": "function_call_output", "call_id": "call_7", "output": "done"}])");
+  ResponsesRequest r;
+  ASSERT_FALSE(parse_responses_request({{"input", input}}, ServingDefaults{}, nullptr, &r, find));
+  ASSERT_EQ(r.g.messages.size(), 3u);
+  EXPECT_EQ(r.g.messages[1].tool_calls[0].id, "call_7");
+  EXPECT_EQ(r.input_items[1]["type"], "function_call");  // kept resolved for the next turn
+  json unknown = input;
+  unknown[1]["id"] = "fc_8";
+  ResponsesRequest r2;
+  auto e = parse_responses_request({{"input", unknown}}, ServingDefaults{}, nullptr, &r2, find);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "input[1].id");
+  EXPECT_NE(e->message.find("fc_8"), std::string::npos);
+}
+
 TEST(ResponsesProtocolTest, ToolsToolChoiceAndTextFormat) {
   ResponsesRequest r;
   ASSERT_FALSE(

@@ -244,6 +244,22 @@ TEST(ResponsesServerTest, AToolCallAndItsOutputThroughPreviousResponseId) {
   json third = next;
   third["previous_response_id"] = n.j()["id"];
   EXPECT_EQ(post(f.port, third).status, 200);
+  // Without previous_response_id: the call named by an item_reference to its stored item.
+  const json by_reference = {
+      {"input",
+       {{{"role", "user"}, {"content", "Weather in Paris?"}},
+        {{"type", "item_reference"}, {"id", call_item["id"]}},
+        {{"type", "function_call_output"}, {"call_id", call_item["call_id"]}, {"output", "18 C"}}}},
+      {"max_output_tokens", 4}};
+  const Reply ref = post(f.port, by_reference);
+  ASSERT_EQ(ref.status, 200) << ref.body;
+  const Reply ref_items =
+      call(f.port, http::verb::get,
+           "/v1/responses/" + ref.j()["id"].get<std::string>() + "/input_items?order=asc");
+  EXPECT_EQ(ref_items.j()["data"][1], call_item);  // stored resolved
+  json dangling = by_reference;
+  dangling["input"][1]["id"] = "fc_nothing";
+  EXPECT_EQ(post(f.port, dangling).j()["error"]["param"], "input[1].id");
   json unmatched = next;
   unmatched["input"][0]["call_id"] = "call_unknown";
   const Reply bad = post(f.port, unmatched);

@@ -247,7 +247,8 @@ void create(ServerContext& ctx, const std::shared_ptr<ResponseStore>& store, Htt
     return previous->conversation();
   };
   ResponsesRequest parsed;
-  if (auto e = parse_responses_request(*body, ctx.defaults, lookup, &parsed))
+  const ItemLookup find_item = [&](const std::string& id) { return store->find_item(id); };
+  if (auto e = parse_responses_request(*body, ctx.defaults, lookup, &parsed, find_item))
     return reply_error(*r, *e);
   parsed.g.conversation_id = header_value(req, "x-conversation-id");
   std::make_shared<ResponsesJob>(ctx, store, std::move(r), std::move(parsed), std::move(previous))
