@@ -31,7 +31,7 @@ const std::unordered_set<std::string>& known_fields() {
       "moderation", "prompt_cache_options",
       // Ponder's extensions
       "seed", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty",
-      "repetition_penalty", "repeat_last_n", "stop", "reasoning_budget", "cache"};
+      "repetition_penalty", "repeat_last_n", "stop", "reasoning_budget", "cache", "ignore_eos"};
   return k;
 }
 
@@ -408,6 +408,7 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
     f.fail(ApiError::bad_request("'stream_options' must be an object", "stream_options"));
   if (auto v = f.boolean("store")) out->store = *v;
   if (auto v = f.boolean("cache")) g.cache = *v;
+  if (auto v = f.boolean("ignore_eos")) g.options.stop_at_eog = !*v;
   if (auto v = f.string("user")) g.user = *v;
   if (auto v = f.string("safety_identifier"); v && g.user.empty()) g.user = *v;
   if (auto v = f.string("prompt_cache_key")) g.prompt_cache_key = *v;

@@ -324,6 +324,48 @@ TEST(ResponsesServerTest, InputItemsAreListedInPages) {
   EXPECT_EQ(call(f.port, http::verb::get, "/v1/responses/resp_x/input_items").status, 404);
 }
 
+// "Answer now" (POST /v1/answer_now with the response's id) ends a running response's thinking:
+// the response then carries a message after its reasoning.
+TEST(ResponsesServerTest, AnswerNowEndsTheThinkingOfARunningResponse) {
+  Fixture f;
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), f.port));
+  const std::string body = json{
+      {"input", "Think for long"},
+      {"max_output_tokens", 600},
+      {"temperature", 0},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
+  net::write(s, net::buffer("POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            "application/json\r\nConnection: close\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string got;
+  char buf[4096];
+  while (got.find("response.reasoning_summary_text.delta") == std::string::npos)
+    got.append(buf, s.read_some(net::buffer(buf)));
+  const size_t at = got.find("\"id\":\"resp_") + 6;
+  const std::string id = got.substr(at, got.find('"', at) - at);
+  const Reply now = call(f.port, http::verb::post, "/v1/answer_now", json{{"id", id}}.dump());
+  EXPECT_EQ(now.status, 200) << now.body;
+  beast::error_code ec;
+  for (;;) {
+    const size_t n = s.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+  }
+  const std::vector<Event> ev = events(got.substr(got.find("event: ")));
+  ASSERT_FALSE(ev.empty());
+  const json final_resp = ev.back().data["response"];
+  EXPECT_EQ(final_resp["id"], id);
+  ASSERT_GE(final_resp["output"].size(), 2u) << final_resp.dump();
+  EXPECT_EQ(final_resp["output"][0]["type"], "reasoning");
+  EXPECT_EQ(final_resp["output"][1]["type"], "message");
+  EXPECT_LT(final_resp["usage"]["output_tokens_details"]["reasoning_tokens"].get<int>(), 600);
+  EXPECT_EQ(call(f.port, http::verb::post, "/v1/answer_now", json{{"id", id}}.dump()).status,
+            404);  // no longer running
+}
+
 TEST(ResponsesServerTest, RefusalsInOpenAisErrorShape) {
   Fixture f;
   auto refused = [&](const json& body) { return post(f.port, body); };

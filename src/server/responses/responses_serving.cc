@@ -127,6 +127,10 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
       if (e->param == "messages") e->param = "input";  // the conversation is too long
       return reply_error(*r_, *e);
     }
+    if (std::string(sub.cache) != "hit") {  // POST /v1/answer_now {"id": "resp_..."}
+      ctx_.active[id_] = sub.id;
+      registered_ = true;
+    }
     if (!req_.g.stream) return;
     r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
     const json r = response("in_progress");
@@ -194,6 +198,7 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
 
   void finish() {
     done_ = true;
+    if (registered_) ctx_.active.erase(id_);
     const std::string& reason = stats_.finish_reason;
     const bool cut = reason == "length" || reason == "context";
     output_.finish(!cut && error_.empty());
@@ -234,6 +239,7 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
   std::string error_;
   bool any_token_ = false;
   bool done_ = false;
+  bool registered_ = false;  // in ctx_.active while it runs
 };
 
 void create(ServerContext& ctx, const std::shared_ptr<ResponseStore>& store, HttpRequest&& req,
