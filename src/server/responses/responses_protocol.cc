@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <unordered_set>
 
@@ -65,15 +66,16 @@ void refuse_unsupported(FieldReader& f, const json& body) {
     f.fail(ApiError::unsupported("top_logprobs", "'top_logprobs' above 0"));
   if (auto v = f.string("truncation"); v && *v != "disabled")
     f.fail(ApiError::unsupported("truncation", fmt::format("'truncation' '{}'", *v)));
+  // include: none of its values has anything to add here (no encrypted reasoning, logprobs, or
+  // results of built-in tools); an empty list is fine.
   if (f.has("include")) {
     const json& inc = body["include"];
-    if (!inc.is_array())
-      return f.fail(ApiError::bad_request("'include' must be an array", "include"));
-    for (const auto& v : inc) {
-      if (!v.is_string())
-        return f.fail(ApiError::bad_request("'include' must be an array of strings", "include"));
-      return f.fail(
-          ApiError::unsupported("include", fmt::format("'include' of '{}'", v.get<std::string>())));
+    if (!inc.is_array() ||
+        !std::all_of(inc.begin(), inc.end(), [](const json& v) { return v.is_string(); })) {
+      f.fail(ApiError::bad_request("'include' must be an array of strings", "include"));
+    } else if (!inc.empty()) {
+      f.fail(ApiError::unsupported(
+          "include", fmt::format("'include' of '{}'", inc.front().get<std::string>())));
     }
   }
 }
@@ -378,6 +380,45 @@ void read_metadata(FieldReader& f, const json& body, json* settings) {
   (*settings)["metadata"] = m;
 }
 
+// This request's input as items: a string is one user message, an item_reference the stored item
+// it names (in its place). `continues`: a previous response comes first (the input may be empty).
+std::optional<ApiError> resolve_input(const json& body, const ItemLookup& find_item, bool continues,
+                                      json* items) {
+  *items = json::array();
+  auto in = body.find("input");
+  if (in == body.end() || in->is_null())
+    return ApiError::bad_request("'input' is required", "input");
+  if (in->is_string()) {
+    items->push_back({{"type", "message"},
+                      {"role", "user"},
+                      {"content", {{{"type", "input_text"}, {"text", *in}}}}});
+    return std::nullopt;
+  }
+  if (!in->is_array()) {
+    return ApiError::bad_request(
+        fmt::format("'input' must be a string or an array of items, not {}", json_type_name(*in)),
+        "input");
+  }
+  if (in->empty() && !continues) return ApiError::bad_request("'input' is empty", "input");
+  for (size_t i = 0; i < in->size(); ++i) {
+    const json& item = (*in)[i];
+    if (str_or_empty(item, "type") != "item_reference") {
+      items->push_back(item);
+      continue;
+    }
+    const std::string at = fmt::format("input[{}].id", i);
+    const std::string id = str_or_empty(item, "id");
+    const std::optional<json> found = find_item && !id.empty() ? find_item(id) : std::nullopt;
+    if (!found) {
+      return ApiError::bad_request(id.empty() ? fmt::format("'{}' must be a string", at)
+                                              : fmt::format("Item with id '{}' not found.", id),
+                                   at);
+    }
+    items->push_back(*found);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_responses_request(const json& body, const ServingDefaults& d,
@@ -439,44 +480,13 @@ std::optional<ApiError> parse_responses_request(const json& body, const ServingD
     }
     read_items(f, *earlier, "previous_response_id", &call_ids, &g.messages);
   }
-  auto in = body.find("input");
-  json resolved = json::array();
+  json input;
   if (!f.ok()) return f.error();
-  if (in == body.end() || in->is_null()) {
-    return ApiError::bad_request("'input' is required", "input");
-  } else if (in->is_string()) {
-    out->input_items.push_back({{"type", "message"},
-                                {"role", "user"},
-                                {"content", {{{"type", "input_text"}, {"text", *in}}}}});
-  } else if (in->is_array()) {
-    if (in->empty() && out->previous_response_id.empty())
-      return ApiError::bad_request("'input' is empty", "input");
-    // item_reference: the stored item it names, in its place.
-    for (size_t i = 0; i < in->size(); ++i) {
-      const json& item = (*in)[i];
-      if (str_or_empty(item, "type") != "item_reference") {
-        resolved.push_back(item);
-        continue;
-      }
-      const std::string at = fmt::format("input[{}].id", i);
-      const std::string id = str_or_empty(item, "id");
-      const std::optional<json> found = find_item && !id.empty() ? find_item(id) : std::nullopt;
-      if (!found) {
-        return ApiError::bad_request(id.empty() ? fmt::format("'{}' must be a string", at)
-                                                : fmt::format("Item with id '{}' not found.", id),
-                                     at);
-      }
-      resolved.push_back(*found);
-    }
-    for (const auto& item : resolved) {
-      if (str_or_empty(item, "type") != "reasoning") out->input_items.push_back(item);
-    }
-  } else {
-    return ApiError::bad_request(
-        fmt::format("'input' must be a string or an array of items, not {}", json_type_name(*in)),
-        "input");
+  if (auto e = resolve_input(body, find_item, !out->previous_response_id.empty(), &input)) return e;
+  for (const auto& item : input) {
+    if (str_or_empty(item, "type") != "reasoning") out->input_items.push_back(item);
   }
-  read_items(f, in->is_string() ? out->input_items : resolved, "input", &call_ids, &g.messages);
+  read_items(f, input, "input", &call_ids, &g.messages);
 
   json tools_echo = json::array();
   std::vector<grammar::ToolFunction> tools;
