@@ -193,7 +193,7 @@ TEST(ResponsesProtocolTest, ReasoningEffortIsAThinkingControl) {
   EXPECT_TRUE(low.g.thinking);
   EXPECT_EQ(low.g.options.reasoning_budget, EffortBudgets{}.low);
   EXPECT_EQ(low.settings["reasoning"]["summary"], "auto");
-  EXPECT_EQ(refusal({{"input", "x"}, {"reasoning", {{"effort", "max"}}}}), "reasoning.effort");
+  EXPECT_EQ(refusal({{"input", "x"}, {"reasoning", {{"effort", "extreme"}}}}), "reasoning.effort");
   EXPECT_EQ(refusal({{"input", "x"}, {"reasoning", {{"effort", "low"}}}, {"reasoning_budget", 4}}),
             "reasoning_budget");
   ResponsesRequest budget;
