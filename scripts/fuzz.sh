@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 BUDGET=${1:-15}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_model fuzz_tokenizer fuzz_request fuzz_http fuzz_safetensors fuzz_hf_files fuzz_grammar)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_model fuzz_tokenizer fuzz_request fuzz_responses fuzz_http fuzz_safetensors fuzz_hf_files fuzz_grammar)
 WORK=${PONDER_FUZZ_DIR:-build-fuzz/work}
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

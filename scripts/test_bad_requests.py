@@ -99,6 +99,22 @@ def field_cases():
             "max_tokens": wrong, "logprobs": ["x", -1, 6, True], "echo": [True, "x"], "suffix": ["x"],
             "temperature": ["x", -1], "n": [0, "x"], "best_of": [2],
         }),
+        "/v1/responses": ({"input": "hi", "max_output_tokens": 2}, {
+            "input": [None, 5, [], {}, [None], ["x"], [{"role": "pilot", "content": "x"}], [{"role": "user", "content": 5}],
+                      [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}], [{"type": "web_search_call"}],
+                      [{"type": "function_call_output", "call_id": "call_x", "output": "x"}], [{"type": "function_call", "name": "f"}],
+                      [{"type": "item_reference", "id": "msg_none"}], [{"type": 5}]],
+            "max_output_tokens": wrong, "temperature": ["x", -1, 1e308 * 10, []], "top_p": ["x", 0, 2],
+            "instructions": [5, [], {}], "previous_response_id": ["resp_none", 5, []], "store": ["x", 1],
+            "stream": ["x", 1], "metadata": ["x", {"k": 5}, {str(i): "v" for i in range(17)}],
+            "reasoning": ["x", {"effort": "max"}, {"effort": 5}, {"summary": "long"}],
+            "text": ["x", {"format": {"type": "xml"}}, {"format": {"type": "json_schema", "name": "n"}},
+                     {"format": {"type": "json_schema", "name": "n", "schema": {"uniqueItems": True}}}],
+            "tools": ["x", [{"type": "function"}], [{"type": "web_search_preview"}], [{"type": "function", "name": "f", "parameters": 5}]],
+            "tool_choice": ["x", "required", {"type": "file_search"}], "parallel_tool_calls": ["x"],
+            "include": ["x", ["reasoning.encrypted_content"]], "truncation": ["auto", 5], "background": [True, "x"],
+            "service_tier": ["flex", 5], "conversation": ["conv_1"], "prompt": [{"id": "pmpt_1"}], "frobnicate": [1],
+        }),
         "/completion": ({"prompt": "hi", "n_predict": 2}, {
             "prompt": [None, 5, [], {}], "n_predict": ["x", BIG, 1.5], "n_probs": ["x", -1, 21],
             "temperature": ["x", -1], "stream": ["x"], "n": [2], "grammar": ["root ::= [", "root ::= undefined"],
@@ -153,7 +169,7 @@ def field_cases():
 
 def body_cases():
     for path in ("/v1/chat/completions", "/v1/completions", "/completion", "/api/chat", "/api/generate", "/tokenize",
-                 "/detokenize", "/v1/answer_now", "/v1/messages", "/v1/messages/count_tokens"):
+                 "/detokenize", "/v1/answer_now", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"):
         yield f"{path} empty body", path, b""
         yield f"{path} broken JSON", path, b'{"messages": [{"role": "user", "content": "hi"'
         yield f"{path} a JSON array", path, b"[1, 2, 3]"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Real clients against a real `ponder serve` on a loopback port: curl (SSE framing, errors), the
 # official `openai` npm package (tests/clients/openai_client.mjs; structured outputs and tool
-# calls in tests/clients/openai_structured.mjs, with zod and ajv), ollama-js, the AI SDK (its
-# openai-compatible and deepseek providers), LangChain's ChatOpenAI and the official
-# `@anthropic-ai/sdk` (tests/clients/anthropic_client.mjs, /v1/messages). Stops what it starts.
+# calls in tests/clients/openai_structured.mjs, with zod and ajv; the Responses API in
+# tests/clients/openai_responses.mjs), ollama-js, the AI SDK (its openai-compatible and deepseek
+# providers), LangChain's ChatOpenAI and the official `@anthropic-ai/sdk`
+# (tests/clients/anthropic_client.mjs, /v1/messages). Stops what it starts.
 # Usage: scripts/test_clients.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,8 @@ cp tests/clients/ai_sdk_client.mjs build-npm/
 node build-npm/ai_sdk_client.mjs "$URL/v1" "$KEY" || fail "AI SDK client"
 cp tests/clients/langchain_client.mjs build-npm/
 node build-npm/langchain_client.mjs "$URL/v1" "$KEY" || fail "LangChain client"
+cp tests/clients/openai_responses.mjs build-npm/
+node build-npm/openai_responses.mjs "$URL/v1" "$KEY" || fail "openai responses"
 cp tests/clients/anthropic_client.mjs build-npm/
 node build-npm/anthropic_client.mjs "$URL" "$KEY" || fail "anthropic client"
 kill -TERM $PID

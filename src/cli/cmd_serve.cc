@@ -50,8 +50,8 @@ int run_serve(int argc, char** argv) {
   CLI::App app{
       "Serve the model over HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
       "/v1/models, "
-      "/v1/answer_now), llama.cpp (/health, /completion, /tokenize, /detokenize, /props, /slots, "
-      "/metrics), "
+      "/v1/answer_now, /v1/responses), llama.cpp (/health, /completion, /tokenize, /detokenize, "
+      "/props, /slots, /metrics), "
       "Ollama (/api/chat, /api/generate, /api/tags, /api/ps, /api/show, /api/version) "
       "and Anthropic (/v1/messages, /v1/messages/count_tokens) APIs"};
   GenerationFlags flags;

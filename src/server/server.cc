@@ -9,6 +9,7 @@
 #include "server/ollama/ollama_routes.h"
 #include "server/openai/openai_serving.h"
 #include "server/page/web_routes.h"
+#include "server/responses/responses_serving.h"
 
 namespace ponder::server {
 
@@ -45,6 +46,7 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
   ctx_->statuses = &http_->status_counts();
   ctx_->reasoning_field = config_.reasoning_field;
   add_openai_routes(*router_, *ctx_);
+  add_responses_routes(*router_, *ctx_);
   add_llama_routes(*router_, *ctx_);
   add_llama_completion_route(*router_, *ctx_);
   add_ollama_routes(*router_, *ctx_);
