@@ -107,7 +107,7 @@ def field_cases():
             "max_output_tokens": wrong, "temperature": ["x", -1, 1e308 * 10, []], "top_p": ["x", 0, 2],
             "instructions": [5, [], {}], "previous_response_id": ["resp_none", 5, []], "store": ["x", 1],
             "stream": ["x", 1], "metadata": ["x", {"k": 5}, {str(i): "v" for i in range(17)}],
-            "reasoning": ["x", {"effort": "max"}, {"effort": 5}, {"summary": "long"}],
+            "reasoning": ["x", {"effort": "extreme"}, {"effort": 5}, {"summary": "long"}],
             "text": ["x", {"format": {"type": "xml"}}, {"format": {"type": "json_schema", "name": "n"}},
                      {"format": {"type": "json_schema", "name": "n", "schema": {"uniqueItems": True}}}],
             "tools": ["x", [{"type": "function"}], [{"type": "web_search_preview"}], [{"type": "function", "name": "f", "parameters": 5}]],

@@ -225,6 +225,17 @@ TEST(ServerTest, ApiKeyAndCors) {
   EXPECT_EQ(pre.status, 204);
   EXPECT_NE(pre.headers.at("Access-Control-Allow-Headers").find("Authorization"),
             std::string::npos);
+  // An SDK's own headers (Anthropic's, openai's x-stainless-*) are allowed when the preflight
+  // asks for them from an allowed origin, never for another origin.
+  const std::string asked = "anthropic-version, x-api-key, x-stainless-os";
+  const Reply sdk =
+      call(f.port, http::verb::options, "/v1/messages", "",
+           {{"Origin", "http://allowed.example"}, {"Access-Control-Request-Headers", asked}});
+  EXPECT_EQ(sdk.headers.at("Access-Control-Allow-Headers"), asked);
+  const Reply evil =
+      call(f.port, http::verb::options, "/v1/messages", "",
+           {{"Origin", "http://evil.example"}, {"Access-Control-Request-Headers", asked}});
+  EXPECT_EQ(evil.headers.count("Access-Control-Allow-Headers"), 0u);
 }
 
 TEST(ServerTest, AClientThatLeavesCancelsItsRequest) {

@@ -112,11 +112,16 @@ void Router::handle(HttpRequest&& req, std::shared_ptr<Responder> r) const {
   if (req.method() == http::verb::options) {
     HttpHeaders h;
     if (cors_ok) {
+      // An allowed origin may send the headers its SDK adds (openai's and Anthropic's
+      // x-stainless-*, anthropic-version, ...): the ones the preflight asks for are allowed.
+      std::string asked = header_value(req, "access-control-request-headers");
       h = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
            {"Access-Control-Allow-Headers",
-            "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, X-Ponder-Route-Key, "
-            "X-Ponder-Replica"},
+            asked.empty() ? "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, "
+                            "X-Ponder-Route-Key, X-Ponder-Replica"
+                          : asked},
            {"Access-Control-Max-Age", "600"}};
+      if (!asked.empty()) h.push_back({"Vary", "Access-Control-Request-Headers"});
     }
     r->send(204, "", "", h);
     return;
