@@ -45,8 +45,8 @@ stage "Startup refusals (scripts/test_startup.py)"
 python3 scripts/test_startup.py build
 stage "The response cache killed -9 ten times, a full disk, a read-only directory (scripts/test_cache_crash.py)"
 python3 scripts/test_cache_crash.py build --kills 10
-stage "Soak, 90 s of it (scripts/soak.py; 30 minutes by hand)"
-python3 scripts/soak.py build --seconds 90
+stage "Soak, 60 s of it (scripts/soak.py; 30 minutes by hand)"
+python3 scripts/soak.py build --seconds 60
 stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 
@@ -57,8 +57,11 @@ if [ "${1:-}" != "--fast" ]; then
     -DPONDER_SANITIZE=ON -DPONDER_TESTS=ON > /dev/null
   cmake --build build-asan -j"$JOBS"
   stage "ASan+UBSan tests"
+  # The goldens again under PONDER_ISA=avx2 (avx2.*Golden*) judge the AVX2 order's numbers, which
+  # the Release run does; the AVX2 code's memory use is checked here by kernels_test (every ISA)
+  # and avx2.GgmlMath*.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E '^avx2\..*Golden'
   stage "TSan build (the engine and server tests only)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DPONDER_TSAN=ON -DPONDER_TESTS=ON > /dev/null

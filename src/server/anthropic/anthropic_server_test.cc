@@ -179,14 +179,15 @@ TEST(AnthropicServerTest, ThinkingBudgetsCutTheThinkingAsOnTheOpenAiRoute) {
   ServerConfig c = uncached();
   c.defaults.efforts = {3, 6, -1};
   Fixture f(c);
+  // thinking.budget_tokens (>= 1024 by Anthropic's rule) reaches the same reasoning_budget
+  // (AnthropicProtocolTest); running 1,000 thinking tokens here would cost CI half a minute under
+  // the sanitizers, so the budget's effect is checked through the effort's small one.
   std::vector<std::pair<json, int>> controls;
-  json enabled = json::object(), low = json::object();
-  enabled["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+  json low = json::object();
   low["output_config"] = {{"effort", "low"}};
-  controls.emplace_back(enabled, 1024);
   controls.emplace_back(low, 3);
   for (const auto& [control, budget] : controls) {
-    json b = ask("hi", 1100);
+    json b = ask("hi", 40);
     b.update(control);
     const Reply r = post(f.port, "/v1/messages", b);
     ASSERT_EQ(r.status, 200) << r.body;
@@ -196,7 +197,7 @@ TEST(AnthropicServerTest, ThinkingBudgetsCutTheThinkingAsOnTheOpenAiRoute) {
     const std::string thinking = first["type"] == "thinking" ? first["thinking"] : "";
     const Reply openai = post(f.port, "/v1/chat/completions",
                               {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
-                               {"max_tokens", 1100},
+                               {"max_tokens", 40},
                                {"temperature", 0},
                                {"reasoning_budget", budget}});
     ASSERT_EQ(openai.status, 200) << openai.body;
