@@ -30,7 +30,7 @@ int run_chat(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (Status st = flags.validate(); !st.is_ok()) return fail("chat", st.message());
 
-  auto session = ModelSession::open(flags.model_path);
+  auto session = ModelSession::open(flags.model_path, flags.x16_cache_options());
   if (!session.has_value()) return fail("chat", session.status().message());
   ModelSession& s = **session;
   if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())

@@ -7,12 +7,26 @@
 
 #include "cli/command.h"
 #include "gguf/gguf_file.h"
+#include "gguf/model_fingerprint.h"
+#include "model/x16_cache.h"
 #include "server/common/model_facts.h"
 
 namespace ponder::cli {
 namespace {
 
 using nlohmann::json;
+
+// What the x16 layout cache holds, for this file (by its fingerprint) and in all.
+json x16_cache_json(const GgufFile& f) {
+  const X16CacheOptions o = x16_cache_default();
+  json j = {{"dir", o.dir}, {"max_bytes", o.max_bytes}};
+  const X16CacheUsage u = x16_cache_usage(o.dir, o.dir.empty() ? "" : model_fingerprint(f));
+  j["files"] = u.files;
+  j["bytes"] = u.bytes;
+  j["model_files"] = u.model_files;
+  j["model_bytes"] = u.model_bytes;
+  return j;
+}
 
 std::string human_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
@@ -71,6 +85,7 @@ int run_info(int argc, char** argv) {
     j["architecture"] = arch;
     j["parameters"] = params;
     j["tensor_bytes"] = tensor_bytes;
+    j["x16_cache"] = x16_cache_json(f);
     j["chat_template"] = template_family(f);
     json meta = json::object();
     for (const auto& [k, v] : f.metadata()) meta[k] = server::gguf_value_json(v);
@@ -98,6 +113,16 @@ int run_info(int argc, char** argv) {
   if (auto name = f.get_string("general.name"); name.has_value())
     fmt::print("name:          {}\n", *name);
   fmt::print("parameters:    {} ({:.3f} B)\n", params, params / 1e9);
+  const json x16 = x16_cache_json(f);
+  if (x16["dir"].get<std::string>().empty()) {
+    fmt::print("x16 cache:     off\n");
+  } else {
+    fmt::print("x16 cache:     {}: this model {} file(s) {}, all {} file(s) {} (at most {})\n",
+               x16["dir"].get<std::string>(), x16["model_files"].get<int64_t>(),
+               human_bytes(x16["model_bytes"].get<double>()), x16["files"].get<int64_t>(),
+               human_bytes(x16["bytes"].get<double>()),
+               human_bytes(x16["max_bytes"].get<double>()));
+  }
   fmt::print("\nhyperparameters:\n");
   for (const auto& [k, v] : f.metadata()) {
     if (!arch.empty() && k.rfind(arch + ".", 0) == 0) fmt::print("  {:<40} {}\n", k, v.describe());

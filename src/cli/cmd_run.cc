@@ -24,7 +24,7 @@ int run_run(int argc, char** argv) {
   if (Status st = flags.validate(); !st.is_ok()) return fail("run", st.message());
   if (prompt.empty()) return fail("run", "the prompt is empty");
 
-  auto session = ModelSession::open(flags.model_path);
+  auto session = ModelSession::open(flags.model_path, flags.x16_cache_options());
   if (!session.has_value()) return fail("run", session.status().message());
   ModelSession& s = **session;
   if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())

@@ -196,7 +196,7 @@ int run_serve(int argc, char** argv) {
     config.redis = redis;
   }
 
-  auto session = ModelSession::open(flags.model_path);
+  auto session = ModelSession::open(flags.model_path, flags.x16_cache_options());
   if (!session.has_value()) return fail("serve", session.status().message());
   ModelSession& s = **session;
   if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())
@@ -246,6 +246,7 @@ int run_serve(int argc, char** argv) {
                : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
                                                : "block-order",
                config.engine.threads.n_threads);
+  std::fprintf(stderr, "ponder serve: %s\n", s.x16_cache_summary().c_str());
   int sig = 0;
   sigwait(&set, &sig);
   std::fprintf(stderr, "ponder serve: %s, draining (up to %.0f s)\n",

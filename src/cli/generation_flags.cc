@@ -101,6 +101,17 @@ Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
   return model.set_kv_types(kt, vt);
 }
 
+X16CacheOptions GenerationFlags::x16_cache_options() const {
+  X16CacheOptions o = x16_cache_default();
+  if (x16_cache == "off") {
+    o.dir.clear();
+  } else if (!x16_cache.empty()) {
+    o.dir = x16_cache;
+  }
+  if (x16_cache_gib > 0) o.max_bytes = static_cast<int64_t>(x16_cache_gib * double(1ll << 30));
+  return o;
+}
+
 void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-c,--ctx,--ctx-size", n_ctx,
@@ -110,6 +121,13 @@ void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("-b,--batch-size", batch_size, "most rows in one forward pass")
       ->capture_default_str();
   app.add_flag("--mlock", mlock, "lock the model file in RAM (never paged out)");
+  app.add_option("--x16-cache", x16_cache,
+                 "where the x16 layout of the weights is kept between starts: off, or a "
+                 "directory (default: PONDER_X16_CACHE, else ~/.cache/ponder/x16)");
+  app.add_option("--x16-cache-size", x16_cache_gib,
+                 "GiB the x16 cache may hold in all; the least recently used files go first "
+                 "(default 32, PONDER_X16_CACHE_GIB)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--context-shift", context_shift,
                "when a request fills its context, keep the first --keep tokens, drop half of the "
                "rest and go on "

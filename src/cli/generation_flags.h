@@ -47,6 +47,8 @@ struct GenerationFlags {
   bool context_shift = false;
   int32_t n_keep = 0;
   int prio = 0;
+  std::string x16_cache;     // --x16-cache: "" the default directory, "off", or a directory
+  double x16_cache_gib = 0;  // --x16-cache-size in GiB (0: the default bound)
   GenerateOptions gen;
 
   GenerationFlags() { gen.max_tokens = 0; }  // up to the context
@@ -54,6 +56,8 @@ struct GenerationFlags {
   Status validate() const;
   ThreadConfig thread_config() const;
   EngineConfig engine_config(const Qwen2Config& model) const;
+  // The x16 layout cache: x16_cache_default() changed by --x16-cache and --x16-cache-size.
+  X16CacheOptions x16_cache_options() const;
   // --mlock and --prio on the opened model; a refusal is a warning, the command goes on.
   void apply_to_process(const ModelSession& session) const;
 };

@@ -1,12 +1,15 @@
 #include "cli/model_session.h"
 
+#include <fmt/core.h>
+
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "cpu/topology.h"
 
 namespace ponder::cli {
 
-Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& path) {
+Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& path,
+                                                           const X16CacheOptions& x16_cache) {
   Timer t;
   PONDER_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
   file.mapping().read_ahead();  // the load's pass over the weights then reads at full speed
@@ -15,7 +18,8 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& pa
   // Moving the GgufFile keeps its map (and so every pointer into it) where it is.
   auto s =
       std::make_unique<ModelSession>(ModelSession{std::move(file), std::move(*tok), nullptr, 0});
-  auto model = Qwen2Model::load(s->file);
+  s->x16_cache = x16_cache;
+  auto model = Qwen2Model::load(s->file, x16_default(), 0, x16_cache);
   if (!model.has_value()) return model.status().with_context(path);
   s->model = std::move(*model);
   if (s->tokenizer.n_vocab() > s->model->config().n_vocab) {
@@ -24,6 +28,23 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& pa
   }
   s->load_s = t.seconds();
   return s;
+}
+
+std::string ModelSession::x16_cache_summary() const {
+  if (x16_cache.dir.empty()) return "x16 cache off";
+  const X16CacheUsage u = x16_cache_usage(x16_cache.dir);
+  if (model->x16_copy_bytes() < x16_cache.min_bytes) {
+    return fmt::format(
+        "x16 cache {}: this model's layout is not kept (under {} MB); {} file(s) "
+        "{:.2f} GB of at most {:.2f} GB",
+        x16_cache.dir, x16_cache.min_bytes >> 20, u.files, u.bytes / 1e9,
+        x16_cache.max_bytes / 1e9);
+  }
+  return fmt::format(
+      "x16 cache {}: this model's layout {:.2f} GB ({}), {} file(s) {:.2f} GB of at most {:.2f} GB",
+      x16_cache.dir, model->x16_copy_bytes() / 1e9,
+      model->x16_from_cache() ? "read from it" : "written after the start", u.files, u.bytes / 1e9,
+      x16_cache.max_bytes / 1e9);
 }
 
 Expected<text::ChatTemplate> ModelSession::chat_template(const std::string& name) const {

@@ -18,9 +18,13 @@ struct ModelSession {
   text::Tokenizer tokenizer;
   std::unique_ptr<Qwen2Model> model;
   double load_s = 0;
+  X16CacheOptions x16_cache;  // where the model's x16 layout was looked for and is kept
 
+  static Expected<std::unique_ptr<ModelSession>> open(
+      const std::string& path, const X16CacheOptions& x16_cache = x16_cache_default());
+  // A line for the log: the x16 cache's directory, this model's file and the bound.
+  std::string x16_cache_summary() const;
   // template_name: "" to detect from the file, else "deepseek-r1" / "chatml".
-  static Expected<std::unique_ptr<ModelSession>> open(const std::string& path);
   Expected<text::ChatTemplate> chat_template(const std::string& template_name) const;
 };
 

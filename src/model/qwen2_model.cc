@@ -35,8 +35,9 @@ Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, boo
     model->x16_from_cache_ = r.from_cache;
     model->prefetch_ = calibrate_weight_prefetch(model->weights_, pool);
     if (!r.write_path.empty()) {
-      model->x16_writer_ = std::thread([r, fingerprint] {
-        x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes);
+      model->x16_writer_ = std::thread([r, fingerprint, cache] {
+        if (x16_cache_make_room(cache, r.write_path, r.bytes))
+          x16_cache_write(r.write_path, fingerprint, r.layout, r.region, r.bytes);
       });
     }
   }

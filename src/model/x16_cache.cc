@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -95,6 +96,15 @@ uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool) {
 
 X16CacheOptions x16_cache_default() {
   X16CacheOptions o;
+  if (const char* gib = std::getenv("PONDER_X16_CACHE_GIB"); gib != nullptr && *gib != '\0') {
+    char* end = nullptr;
+    const double v = std::strtod(gib, &end);
+    if (end != gib && *end == '\0' && v >= 0) {
+      o.max_bytes = static_cast<int64_t>(v * double(int64_t{1} << 30));
+    } else {
+      log_warn("PONDER_X16_CACHE_GIB='{}' is not a size in GiB: the default bound is kept", gib);
+    }
+  }
   if (const char* env = std::getenv("PONDER_X16_CACHE"); env != nullptr && *env != '\0') {
     if (std::string(env) != "0") o.dir = env;
     return o;
@@ -111,6 +121,84 @@ std::string x16_cache_path(const X16CacheOptions& opts, const std::string& finge
                            const std::string& layout) {
   return (std::filesystem::path(opts.dir) / (fingerprint + "-" + layout.substr(0, 16) + ".x16"))
       .string();
+}
+
+namespace {
+
+struct CacheFile {
+  std::filesystem::path path;
+  int64_t bytes = 0;
+  std::filesystem::file_time_type used;
+};
+
+// The complete cache files in dir (temporary ones being written are not counted).
+std::vector<CacheFile> cache_files(const std::string& dir) {
+  std::vector<CacheFile> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".x16") continue;
+    std::error_code fe;
+    const auto size = e.file_size(fe);
+    const auto time = e.last_write_time(fe);
+    if (!fe) out.push_back({e.path(), static_cast<int64_t>(size), time});
+  }
+  return out;
+}
+
+}  // namespace
+
+X16CacheUsage x16_cache_usage(const std::string& dir, const std::string& fingerprint) {
+  X16CacheUsage u;
+  for (const CacheFile& f : cache_files(dir)) {
+    u.files++;
+    u.bytes += f.bytes;
+    if (!fingerprint.empty() && f.path.filename().string().rfind(fingerprint + "-", 0) == 0) {
+      u.model_files++;
+      u.model_bytes += f.bytes;
+    }
+  }
+  return u;
+}
+
+bool x16_cache_make_room(const X16CacheOptions& opts, const std::string& path, int64_t bytes) {
+  const int64_t need = kHeaderBytes + bytes;
+  if (need > opts.max_bytes) {
+    log_info(
+        "x16 cache: this model's copy ({:.2f} GB) is larger than the bound ({:.2f} GB, "
+        "--x16-cache-size): not written",
+        need / 1e9, opts.max_bytes / 1e9);
+    return false;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(opts.dir, ec);
+  std::vector<CacheFile> files = cache_files(opts.dir);
+  std::sort(files.begin(), files.end(),
+            [](const CacheFile& a, const CacheFile& b) { return a.used < b.used; });
+  int64_t total = 0;
+  for (const CacheFile& f : files)
+    if (f.path != std::filesystem::path(path)) total += f.bytes;
+  for (const CacheFile& f : files) {  // the least recently used first
+    if (total + need <= opts.max_bytes) break;
+    if (f.path == std::filesystem::path(path)) continue;
+    std::error_code re;
+    if (std::filesystem::remove(f.path, re)) {
+      total -= f.bytes;
+      log_info("x16 cache: removed {} ({:.2f} GB, the least recently used) to stay under {:.2f} GB",
+               f.path.string(), f.bytes / 1e9, opts.max_bytes / 1e9);
+    }
+  }
+  if (total + need > opts.max_bytes) return false;
+  const std::filesystem::space_info sp = std::filesystem::space(opts.dir, ec);
+  if (!ec && sp.capacity > 0 &&
+      static_cast<double>(sp.available) - static_cast<double>(need) <
+          opts.min_free_share * static_cast<double>(sp.capacity)) {
+    log_warn(
+        "x16 cache: writing {:.2f} GB would leave less than {:.0f}% of the disk free: not "
+        "written; the next start interleaves again",
+        need / 1e9, opts.min_free_share * 100);
+    return false;
+  }
+  return true;
 }
 
 bool x16_cache_read(const std::string& path, const std::string& fingerprint,
@@ -150,6 +238,10 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint,
     }
   }
   ::close(fd);
+  if (ok) {  // used now: the eviction removes the least recently used files first
+    std::error_code te;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), te);
+  }
   return ok;
 }
 

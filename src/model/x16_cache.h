@@ -5,7 +5,10 @@
 // format version), and is trusted only whole: its size, header and a checksum over every byte
 // must match, else it is removed and rebuilt. Written in the background after a cold start (to a
 // temporary name, renamed when complete), so the cold start is no slower; a full disk or a
-// read-only directory costs a log line, never the load.
+// read-only directory costs a log line, never the load. The directory is bounded: before a write,
+// the least recently used cache files (a read refreshes a file's time) are removed until the new
+// one fits under max_bytes, and a write that would leave the disk with less than its reserve free
+// is skipped, so trying many models never fills a disk with second copies.
 // Depends on base, gguf.
 #pragma once
 
@@ -19,11 +22,28 @@ namespace ponder {
 struct X16CacheOptions {
   std::string dir;                        // "" = no cache
   int64_t min_bytes = int64_t{16} << 20;  // smaller copies are faster to redo than to read
+  int64_t max_bytes = int64_t{32} << 30;  // all cache files together (--x16-cache-size)
+  // A write is skipped when it would leave less than this share of the disk free.
+  double min_free_share = 0.10;
 };
 
 // PONDER_X16_CACHE: "0" turns the cache off, another value is its directory; else
-// $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16.
+// $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16. PONDER_X16_CACHE_GIB: the bound.
 X16CacheOptions x16_cache_default();
+
+// What a cache directory holds: its complete cache files and their bytes.
+struct X16CacheUsage {
+  int64_t files = 0;
+  int64_t bytes = 0;
+  int64_t model_files = 0;  // of those, the files of one model (fingerprint given)
+  int64_t model_bytes = 0;
+};
+X16CacheUsage x16_cache_usage(const std::string& dir, const std::string& fingerprint = "");
+
+// Makes room for a file of `bytes` at `path`: removes the least recently used other cache files
+// until the directory fits opts.max_bytes with it. False (nothing written then) when the file
+// alone is larger than the bound or the disk would keep less than opts.min_free_share free.
+bool x16_cache_make_room(const X16CacheOptions& opts, const std::string& path, int64_t bytes);
 
 // The cache file for this model identity and layout in opts.dir.
 std::string x16_cache_path(const X16CacheOptions& opts, const std::string& fingerprint,

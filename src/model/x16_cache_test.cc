@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -103,6 +104,52 @@ TEST_F(X16CacheTest, AnUnwritableDirectoryCostsOnlyTheCache) {
   const std::vector<float> b = run(&cached);
   EXPECT_FALSE(cached);
   EXPECT_EQ(a, b);
+}
+
+// The directory stays under its bound: the least recently used files go first (a read counts as a
+// use), the file being written is kept, and one larger than the bound is not written at all.
+TEST_F(X16CacheTest, TheDirectoryIsBoundedLeastRecentlyUsedFirst) {
+  fs::create_directories(dir);
+  auto put = [&](const std::string& name, int64_t bytes, int age_s) {
+    const fs::path p = fs::path(dir) / name;
+    std::ofstream(p) << std::string(static_cast<size_t>(bytes), 'x');
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+  };
+  put("old-a.x16", 1000, 300);
+  put("mid-b.x16", 1000, 200);
+  put("new-c.x16", 1000, 100);
+  put("other.txt", 5000, 400);  // not a cache file: never counted, never removed
+  X16CacheUsage u = x16_cache_usage(dir, "mid");
+  EXPECT_EQ(u.files, 3);
+  EXPECT_EQ(u.bytes, 3000);
+  EXPECT_EQ(u.model_files, 1);
+  EXPECT_EQ(u.model_bytes, 1000);
+  opts.max_bytes = 4096 + 1000 + 2500;  // the header page + 1000 bytes, and room for two more
+  opts.min_free_share = 0;
+  ASSERT_TRUE(x16_cache_make_room(opts, dir + "/fresh-d.x16", 1000));
+  EXPECT_FALSE(fs::exists(dir + "/old-a.x16"));
+  EXPECT_TRUE(fs::exists(dir + "/mid-b.x16"));
+  EXPECT_TRUE(fs::exists(dir + "/new-c.x16"));
+  EXPECT_TRUE(fs::exists(dir + "/other.txt"));
+  // Larger than the bound alone: nothing is removed, nothing may be written.
+  EXPECT_FALSE(x16_cache_make_room(opts, dir + "/huge-e.x16", opts.max_bytes));
+  EXPECT_TRUE(fs::exists(dir + "/mid-b.x16"));
+  // A disk that would keep less than its reserve free: not written.
+  opts.min_free_share = 1.0;
+  EXPECT_FALSE(x16_cache_make_room(opts, dir + "/fresh-d.x16", 1000));
+}
+
+// A real load refreshes its file's time, so a model in use is the last one evicted.
+TEST_F(X16CacheTest, AReadMakesTheFileTheMostRecentlyUsed) {
+  bool from_cache = false;
+  run(&from_cache);
+  ASSERT_EQ(files().size(), 1u);
+  const fs::path written = files()[0];
+  fs::last_write_time(written, fs::file_time_type::clock::now() - std::chrono::hours(24));
+  const auto before = fs::last_write_time(written);
+  run(&from_cache);
+  ASSERT_TRUE(from_cache);
+  EXPECT_GT(fs::last_write_time(written), before);
 }
 
 TEST(X16Checksum, IsTheSameForAnyThreadCountAndSeesOneBit) {
