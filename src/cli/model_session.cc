@@ -16,10 +16,9 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const std::string& pa
   auto tok = text::Tokenizer::from_gguf(file);
   if (!tok.has_value()) return tok.status().with_context(path);
   // Moving the GgufFile keeps its map (and so every pointer into it) where it is.
-  auto s =
-      std::make_unique<ModelSession>(ModelSession{std::move(file), std::move(*tok), nullptr, 0});
-  s->x16_cache = x16_cache;
-  auto model = Qwen2Model::load(s->file, x16_default(), 0, x16_cache);
+  auto s = std::make_unique<ModelSession>(
+      ModelSession{std::move(file), std::move(*tok), nullptr, 0, x16_cache});
+  auto model = Qwen2Model::load(s->file, Qwen2Model::x16_default(), 0, x16_cache);
   if (!model.has_value()) return model.status().with_context(path);
   s->model = std::move(*model);
   if (s->tokenizer.n_vocab() > s->model->config().n_vocab) {
