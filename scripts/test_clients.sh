@@ -50,20 +50,17 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$URL/api/chat" -d '{
 echo "curl: all checks passed"
 
 # ES modules resolve packages from the script's own folder: run a copy beside build-npm/node_modules.
-cp tests/clients/openai_client.mjs build-npm/
-node build-npm/openai_client.mjs "$URL/v1" "$KEY" || fail "openai client"
-cp tests/clients/openai_structured.mjs build-npm/
-node build-npm/openai_structured.mjs "$URL/v1" "$KEY" || fail "openai structured outputs and tools"
-cp tests/clients/ollama_client.mjs build-npm/
-node build-npm/ollama_client.mjs "$URL" "$KEY" || fail "ollama client"
-cp tests/clients/ai_sdk_client.mjs build-npm/
-node build-npm/ai_sdk_client.mjs "$URL/v1" "$KEY" || fail "AI SDK client"
-cp tests/clients/langchain_client.mjs build-npm/
-node build-npm/langchain_client.mjs "$URL/v1" "$KEY" || fail "LangChain client"
-cp tests/clients/openai_responses.mjs build-npm/
-node build-npm/openai_responses.mjs "$URL/v1" "$KEY" || fail "openai responses"
-cp tests/clients/anthropic_client.mjs build-npm/
-node build-npm/anthropic_client.mjs "$URL" "$KEY" || fail "anthropic client"
+client() {  # client SCRIPT BASE_URL WHAT
+  cp "tests/clients/$1" build-npm/
+  node "build-npm/$1" "$2" "$KEY" || fail "$3"
+}
+client openai_client.mjs "$URL/v1" "openai client"
+client openai_structured.mjs "$URL/v1" "openai structured outputs and tools"
+client ollama_client.mjs "$URL" "ollama client"
+client ai_sdk_client.mjs "$URL/v1" "AI SDK client"
+client langchain_client.mjs "$URL/v1" "LangChain client"
+client openai_responses.mjs "$URL/v1" "openai responses"
+client anthropic_client.mjs "$URL" "anthropic client"
 kill -TERM $PID
 wait $PID || fail "ponder serve did not exit cleanly on SIGTERM"
 grep -q draining "$LOG" || fail "no drain on SIGTERM"

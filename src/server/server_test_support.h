@@ -3,6 +3,8 @@
 // Depends on server/server.h, runtime/tiny_model_for_test.h, Boost.Beast.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -93,5 +95,34 @@ struct Fixture {
     port = server->port();
   }
 };
+
+// A typed SSE event (Anthropic's and the Responses API's "event: NAME\ndata: JSON\n\n").
+struct SseEvent {
+  std::string name;  // the event: line
+  json data;
+};
+
+// The typed events of an SSE body; each event: line must name its data's type.
+inline std::vector<SseEvent> typed_sse_events(const std::string& body) {
+  std::vector<SseEvent> out;
+  size_t pos = 0;
+  while ((pos = body.find("event: ", pos)) != std::string::npos) {
+    const size_t nl = body.find('\n', pos);
+    const size_t end = body.find("\n\n", nl);
+    SseEvent e{body.substr(pos + 7, nl - pos - 7), json::parse(body.substr(nl + 7, end - nl - 7))};
+    EXPECT_EQ(body.compare(nl + 1, 6, "data: "), 0);
+    EXPECT_EQ(e.data["type"], e.name);
+    out.push_back(std::move(e));
+    pos = end;
+  }
+  return out;
+}
+
+// A server without the response cache (every request runs the engine).
+inline ServerConfig uncached() {
+  ServerConfig c;
+  c.response_cache = false;
+  return c;
+}
 
 }  // namespace ponder::server

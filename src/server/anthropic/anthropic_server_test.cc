@@ -13,27 +13,8 @@
 namespace ponder::server {
 namespace {
 
-struct Event {
-  std::string name;  // the `event:` line
-  json data;
-};
-
-// Anthropic's SSE: "event: NAME\ndata: JSON\n\n"; the event line must name the data's type.
-std::vector<Event> events(const std::string& body) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while ((pos = body.find("event: ", pos)) != std::string::npos) {
-    const size_t nl = body.find('\n', pos);
-    Event e{body.substr(pos + 7, nl - pos - 7), nullptr};
-    EXPECT_EQ(body.compare(nl + 1, 6, "data: "), 0);
-    const size_t end = body.find("\n\n", nl);
-    e.data = json::parse(body.substr(nl + 7, end - nl - 7));
-    EXPECT_EQ(e.data["type"], e.name);
-    out.push_back(std::move(e));
-    pos = end;
-  }
-  return out;
-}
+using Event = SseEvent;
+std::vector<Event> events(const std::string& body) { return typed_sse_events(body); }
 
 // The message a stream stands for, rebuilt as the SDK does; checks the order of the events on
 // the way (start, blocks opened, filled and closed one at a time, delta, stop).
@@ -84,12 +65,6 @@ json rebuild(const std::vector<Event>& ev) {
 }
 
 // Every answer generated (no response cache), so streams and whole answers compare.
-ServerConfig uncached() {
-  ServerConfig c;
-  c.response_cache = false;
-  return c;
-}
-
 json ask(const std::string& text, int max_tokens) {
   return {{"model", "claude-sonnet-4-5"},
           {"max_tokens", max_tokens},

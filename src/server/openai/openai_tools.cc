@@ -104,6 +104,16 @@ std::vector<grammar::ToolFunction> read_functions(FieldReader& f, const json& to
   return out;
 }
 
+bool require_named_tool(FieldReader& f, const std::vector<grammar::ToolFunction>& tools,
+                        const std::string& named) {
+  for (const auto& t : tools)
+    if (t.name == named) return true;
+  f.fail(ApiError::bad_request(
+      fmt::format("'tool_choice' names the function '{}', which is not in 'tools'", named),
+      "tool_choice"));
+  return false;
+}
+
 void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
   // Every tool result answers a call made before it.
   std::unordered_set<std::string> call_ids;
@@ -143,13 +153,7 @@ void read_tools(FieldReader& f, const json& body, GenerationRequest* out) {
                tc["function"].contains("name") && tc["function"]["name"].is_string()) {
       mode = grammar::ToolChoiceMode::kNamed;
       named = tc["function"]["name"].get<std::string>();
-      bool found = false;
-      for (const auto& t : tools) found |= t.name == named;
-      if (!found) {
-        return f.fail(ApiError::bad_request(
-            fmt::format("'tool_choice' names the function '{}', which is not in 'tools'", named),
-            "tool_choice"));
-      }
+      if (!require_named_tool(f, tools, named)) return;
     } else if (tc != "auto") {
       return f.fail(
           ApiError::bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or "

@@ -31,6 +31,10 @@ void constrain_to_tools(FieldReader& f, const std::vector<grammar::ToolFunction>
                         grammar::ToolChoiceMode mode, const std::string& named, bool parallel,
                         GenerationRequest* out);
 
+// A tool_choice that names one function: true when `tools` has it, else f fails naming it.
+bool require_named_tool(FieldReader& f, const std::vector<grammar::ToolFunction>& tools,
+                        const std::string& named);
+
 // An id for the index-th call of an answer (OpenAI's "call_...").
 std::string tool_call_id(const std::string& completion_id, int32_t choice, int32_t index);
 

@@ -273,13 +273,7 @@ void read_tool_choice(FieldReader& f, const json& body,
       return f.fail(ApiError::bad_request("'tool_choice.name' must be a string", "tool_choice"));
     mode = grammar::ToolChoiceMode::kNamed;
     named = tc["name"].get<std::string>();
-    bool found = false;
-    for (const auto& t : tools) found |= t.name == named;
-    if (!found) {
-      return f.fail(ApiError::bad_request(
-          fmt::format("'tool_choice' names the function '{}', which is not in 'tools'", named),
-          "tool_choice"));
-    }
+    if (!require_named_tool(f, tools, named)) return;
   } else if (tc.is_object() && tc.contains("type") && tc["type"].is_string()) {
     return f.fail(ApiError::unsupported(
         "tool_choice", fmt::format("'tool_choice' of type '{}'", tc["type"].get<std::string>())));

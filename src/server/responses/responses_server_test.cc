@@ -4,92 +4,19 @@
 // schema, and refusals come in OpenAI's error shape.
 #include <gtest/gtest.h>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
-
-#include "runtime/tiny_model_for_test.h"
-#include "server/server.h"
+#include "server/server_test_support.h"
 
 namespace ponder::server {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using nlohmann::json;
+using Event = SseEvent;
+std::vector<Event> events(const std::string& body) { return typed_sse_events(body); }
 
-struct Reply {
-  int status = 0;
-  std::string body;
-  json j() const { return json::parse(body); }
-};
+Reply post(uint16_t port, const json& body) { return server::post(port, "/v1/responses", body); }
 
-Reply call(uint16_t port, http::verb method, const std::string& target,
-           const std::string& body = "") {
-  net::io_context ioc;
-  tcp::socket s(ioc);
-  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
-  req.body() = body;
-  req.prepare_payload();
-  http::write(s, req);
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> p;
-  p.body_limit(64u << 20);
-  http::read(s, buf, p);
-  return {static_cast<int>(p.get().result_int()), p.get().body()};
-}
-
-Reply post(uint16_t port, const json& body) {
-  return call(port, http::verb::post, "/v1/responses", body.dump());
-}
-
-struct Event {
-  std::string name;  // the event: line
-  json data;
-};
-
-// The typed events of an SSE body; each event: line must match its data's type.
-std::vector<Event> events(const std::string& body) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while ((pos = body.find("event: ", pos)) != std::string::npos) {
-    const size_t nl = body.find('\n', pos);
-    const size_t end = body.find("\n\n", nl);
-    Event e{body.substr(pos + 7, nl - pos - 7), json::parse(body.substr(nl + 7, end - nl - 7))};
-    EXPECT_EQ(body.compare(nl + 1, 6, "data: "), 0);
-    EXPECT_EQ(e.data["type"], e.name);
-    out.push_back(std::move(e));
-    pos = end;
-  }
-  return out;
-}
-
-struct Fixture {
-  std::unique_ptr<TinyModel> m;
-  std::unique_ptr<text::ChatTemplate> tmpl;
-  std::unique_ptr<Server> server;
-  uint16_t port = 0;
-  Fixture() {
-    m = load_tiny_model("Q8_0");
-    auto t = text::ChatTemplate::from_name("deepseek-r1");
-    EXPECT_TRUE(t.has_value());
-    tmpl = std::make_unique<text::ChatTemplate>(*t);
-    ServerConfig c;
-    c.port = 0;
-    c.model_name = "tiny";
-    c.engine.kv_positions = 2048;
-    c.engine.threads.n_threads = 2;
-    c.response_cache = false;
-    server = std::make_unique<Server>(c, *m->model, m->tokenizer, *tmpl);
-    EXPECT_TRUE(server->start().is_ok());
-    port = server->port();
-  }
+// The tiny model without the response cache.
+struct ResponsesFixture : Fixture {
+  ResponsesFixture() : Fixture(uncached()) {}
 };
 
 // The texts of a response's output: "reasoning:...", "message:...", "call NAME:ARGS".
@@ -114,7 +41,7 @@ const json kWeather = json::parse(R"([{"type": "function", "name": "get_weather"
   "additionalProperties": false}}])");
 
 TEST(ResponsesServerTest, WholeAndStreamedAgreeAndStoredResponsesAreReadBack) {
-  Fixture f;
+  ResponsesFixture f;
   const json body = {{"model", "tiny"},
                      {"input", "What is two plus two?"},
                      {"instructions", "Answer briefly."},
@@ -195,7 +122,7 @@ TEST(ResponsesServerTest, WholeAndStreamedAgreeAndStoredResponsesAreReadBack) {
 }
 
 TEST(ResponsesServerTest, AToolCallAndItsOutputThroughPreviousResponseId) {
-  Fixture f;
+  ResponsesFixture f;
   json body = {{"input", "Weather in Paris?"},
                {"tools", kWeather},
                {"tool_choice", "required"},
@@ -268,7 +195,7 @@ TEST(ResponsesServerTest, AToolCallAndItsOutputThroughPreviousResponseId) {
 }
 
 TEST(ResponsesServerTest, TextFormatJsonSchemaGivesJsonFollowingTheSchema) {
-  Fixture f;
+  ResponsesFixture f;
   const json schema = json::parse(R"({"type": "object", "properties": {"name": {"type": "string",
     "maxLength": 6}, "age": {"type": "integer", "minimum": 0, "maximum": 120}},
     "required": ["name", "age"], "additionalProperties": false})");
@@ -299,7 +226,7 @@ TEST(ResponsesServerTest, TextFormatJsonSchemaGivesJsonFollowingTheSchema) {
 
 // GET .../input_items: this turn's input, newest first unless order=asc, in pages (limit, after).
 TEST(ResponsesServerTest, InputItemsAreListedInPages) {
-  Fixture f;
+  ResponsesFixture f;
   json input = json::array();
   for (const char* text : {"a", "b", "c"}) input.push_back({{"role", "user"}, {"content", text}});
   const Reply r = post(f.port, {{"input", input}, {"max_output_tokens", 2}});
@@ -327,7 +254,7 @@ TEST(ResponsesServerTest, InputItemsAreListedInPages) {
 // "Answer now" (POST /v1/answer_now with the response's id) ends a running response's thinking:
 // the response then carries a message after its reasoning.
 TEST(ResponsesServerTest, AnswerNowEndsTheThinkingOfARunningResponse) {
-  Fixture f;
+  ResponsesFixture f;
   net::io_context ioc;
   tcp::socket s(ioc);
   s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), f.port));
@@ -367,7 +294,7 @@ TEST(ResponsesServerTest, AnswerNowEndsTheThinkingOfARunningResponse) {
 }
 
 TEST(ResponsesServerTest, RefusalsInOpenAisErrorShape) {
-  Fixture f;
+  ResponsesFixture f;
   auto refused = [&](const json& body) { return post(f.port, body); };
   Reply r = refused({{"input", "x"}, {"frobnicate", true}});
   EXPECT_EQ(r.status, 400);
