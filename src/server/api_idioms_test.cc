@@ -4,6 +4,9 @@
 // and /metrics as llama-server's dashboards read it (refusals counted by reason).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "server/server_test_support.h"
 
 namespace ponder::server {
@@ -176,6 +179,9 @@ TEST(ApiIdiomsTest, MetricsCountRefusalsAndPerRequestSpeed) {
   json body = user_chat(8);
   body["cache"] = false;
   ASSERT_EQ(post(f.port, "/v1/chat/completions", body).status, 200);
+  // The engine counts a step's tokens after the step, which may end after the answer was sent.
+  for (int i = 0; i < 2000 && f.server->engine().metrics().total.generated_tokens < 8; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   m = call(f.port, http::verb::get, "/metrics").body;
   // The finished request's own speed (its tokens over its generation time), as llama-server
   // means it: far above a rate over wall time that includes the idle seconds.
