@@ -31,7 +31,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPONDER_TESTS=ON > /dev
 cmake --build build -j"$JOBS"
 stage "Release tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
-stage "Real clients (curl, the openai npm package) against ponder serve"
+stage "Real clients (curl, openai, ollama-js, the AI SDK, LangChain, the Anthropic SDK) against ponder serve"
 scripts/test_clients.sh build
 stage "Three replicas behind nginx, the response cache in Redis (deploy/nginx/ponder.conf)"
 python3 scripts/test_cluster.py build
