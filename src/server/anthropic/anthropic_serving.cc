@@ -2,11 +2,10 @@
 
 #include <fmt/core.h>
 
-#include <random>
-
 #include "grammar/tool_calls.h"
 #include "server/anthropic/anthropic_protocol.h"
 #include "server/common/generation_service.h"
+#include "server/common/ids.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
 
@@ -23,16 +22,6 @@ void anthropic_error(Responder& r, const ApiError& e) {
   r.send(e.status, "application/json", dump(anthropic_error_json(e)), headers);
 }
 
-// One server-sent event with Anthropic's `event:` line; the data repeats the type.
-std::string sse_event(const json& data) {
-  return "event: " + data["type"].get<std::string>() + "\ndata: " + dump(data) + "\n\n";
-}
-
-std::string random_hex() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{:016x}{:08x}", rng(), static_cast<uint32_t>(rng()));
-}
-
 // The tool's input as an object (the grammar makes the arguments one; an unconstrained answer's
 // text that is not stays visible as {"arguments": TEXT}).
 json tool_input(const std::string& arguments) {
@@ -46,7 +35,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
  public:
   MessagesJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)) {
-    base_ = random_hex();
+    base_ = random_hex(24);
     id_ = "msg_" + base_;
     if (g_.stream && g_.tool_calls) calls_ = std::make_unique<grammar::ToolCallStream>();
   }
@@ -104,7 +93,10 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
  private:
   enum class Block { kNone, kThinking, kText, kToolUse };
 
-  void send(const json& event) { r_->write(sse_event(event)); }
+  // Anthropic's `event:` line repeats the data's type.
+  void send(const json& event) {
+    r_->write(sse_event(event["type"].get<std::string>(), dump(event)));
+  }
 
   std::string tool_use_id(int32_t index) const {
     return fmt::format("toolu_{}{:02d}", base_, index);

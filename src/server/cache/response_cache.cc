@@ -12,6 +12,7 @@
 #include "base/hash128.h"
 #include "base/log.h"
 #include "server/cache/question_match.h"
+#include "server/common/ids.h"
 
 namespace ponder::server {
 
@@ -23,12 +24,6 @@ namespace {
 constexpr const char* kCacheFormat = "ponder-response-cache-2";
 // What a sealed body starts with: this tag, 32 hex digits of cache_hash(body), a newline.
 constexpr const char* kSealTag = "ponder-sealed ";
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -245,7 +240,7 @@ bool ResponseCache::open_disk() {
 bool ResponseCache::move_aside_and_reopen(const std::string& why) {
   rebuilt_once_ = true;
   std::error_code ec;
-  const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_now());
+  const std::string aside = fmt::format("{}.corrupt-{}", path_, unix_seconds());
   log_warn("response cache: {} is damaged ({}); moved aside to {} and rebuilt", path_, why, aside);
   std::filesystem::rename(path_, aside, ec);
   for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path_ + suffix, ec);
@@ -429,7 +424,7 @@ void ResponseCache::write_sqlite(const Write& w) {
   int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, unix_now());
+    sqlite3_bind_int64(st, 2, unix_seconds());
     if (!body.empty()) {
       sqlite3_bind_text(st, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
       sqlite3_bind_int64(st, 4, static_cast<int64_t>(body.size()));

@@ -2,19 +2,11 @@
 
 #include <fmt/core.h>
 
-#include <random>
-
 #include "base/log.h"
 #include "server/common/field_policy.h"
+#include "server/common/ids.h"
 
 namespace ponder::server {
-
-namespace {
-uint64_t random_seed() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng();
-}
-}  // namespace
 
 std::string ignored_fields_note(const GenerationRequest& g) {
   std::string names = join_names(g.ignored_fields);
@@ -170,7 +162,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     }
     on_event(std::move(ev));
   };
-  if (!g.seed_given) req.options.sampling.seed = random_seed();
+  if (!g.seed_given) req.options.sampling.seed = random_u64();
   req.sink = [post, on_event = std::move(on_event)](EngineEvent&& ev) {
     post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });
   };

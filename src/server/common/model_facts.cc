@@ -2,52 +2,21 @@
 
 #include <fmt/core.h>
 
+#include "quant/quant_mix.h"
+
 namespace ponder::server {
 
 using nlohmann::json;
 
 namespace {
 
-// llama.cpp's file types (general.file_type) by number: the names Ollama shows.
+// The name of llama.cpp's file type (general.file_type), as `ponder quantize` writes it; "" for one
+// it does not make.
 std::string file_type_name(int64_t t) {
-  switch (t) {
-    case 0:
-      return "F32";
-    case 1:
-      return "F16";
-    case 2:
-      return "Q4_0";
-    case 3:
-      return "Q4_1";
-    case 7:
-      return "Q8_0";
-    case 8:
-      return "Q5_0";
-    case 9:
-      return "Q5_1";
-    case 10:
-      return "Q2_K";
-    case 11:
-      return "Q3_K_S";
-    case 12:
-      return "Q3_K_M";
-    case 13:
-      return "Q3_K_L";
-    case 14:
-      return "Q4_K_S";
-    case 15:
-      return "Q4_K_M";
-    case 16:
-      return "Q5_K_S";
-    case 17:
-      return "Q5_K_M";
-    case 18:
-      return "Q6_K";
-    case 32:
-      return "BF16";
-    default:
-      return "";
-  }
+  for (QuantMix mix : all_quant_mixes())
+    if (static_cast<int64_t>(quant_mix_file_type(mix)) == t)
+      return std::string(quant_mix_name(mix));
+  return "";
 }
 
 std::string size_words(int64_t n) {

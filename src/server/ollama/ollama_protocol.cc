@@ -79,8 +79,9 @@ std::optional<std::string> read_common(const json& body, const ServingDefaults& 
     if (t.is_boolean()) {
       x->show_thinking = t.get<bool>();
       g->thinking = x->show_thinking;
-    } else if (!(t == "low" || t == "medium" || t == "high") ||
-               !apply_reasoning_effort(t.get<std::string>(), d, g)) {
+    } else if (t == "low" || t == "medium" || t == "high") {
+      apply_reasoning_effort(t.get<std::string>(), d, g);
+    } else {
       return "'think' must be true, false, \"low\", \"medium\" or \"high\"";
     }
   }

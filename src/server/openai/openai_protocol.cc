@@ -19,7 +19,9 @@ constexpr int32_t kMaxChoices = 16;
 
 // The fields of the chat and completions routes (OpenAI's, and the extensions of llama-server and
 // vLLM that clients of those servers send), each honoured, fixed or refused (field_policy.h).
-FieldPolicy openai_field_policy(bool chat) {
+namespace {
+
+FieldPolicy make_openai_policy(bool chat) {
   FieldPolicy p;
   p.honoured = {"model",
                 "temperature",
@@ -105,6 +107,14 @@ FieldPolicy openai_field_policy(bool chat) {
                {"guided_choice", "send 'grammar' (GBNF)"},
                {"guided_grammar", "send 'grammar' (GBNF)"}};
   return p;
+}
+
+}  // namespace
+
+const FieldPolicy& openai_field_policy(bool chat) {
+  static const FieldPolicy chat_policy = make_openai_policy(true);
+  static const FieldPolicy completion_policy = make_openai_policy(false);
+  return chat ? chat_policy : completion_policy;
 }
 
 namespace {
@@ -250,7 +260,7 @@ void read_common(FieldReader& f, const json& body, const ServingDefaults& defaul
           "reasoning_format"));
     }
   }
-  const FieldPolicy policy = openai_field_policy(out->chat);
+  const FieldPolicy& policy = openai_field_policy(out->chat);
   policy.check(f, body);
   read_accepted(f, body, out);
   out->ignored_fields = policy.unknown(body);

@@ -25,7 +25,7 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body,
                                                  GenerationRequest* out);
 
 // What the chat (chat = true) or completions route does with each field it knows.
-FieldPolicy openai_field_policy(bool chat);
+const FieldPolicy& openai_field_policy(bool chat);
 
 // The usage object of OpenAI (with cached and reasoning token details).
 struct Usage {

@@ -2,13 +2,12 @@
 
 #include <fmt/core.h>
 
-#include <chrono>
 #include <cstring>
-#include <random>
 
 #include "grammar/tool_calls.h"
 #include "server/common/field_reader.h"
 #include "server/common/generation_service.h"
+#include "server/common/ids.h"
 #include "server/openai/openai_protocol.h"
 #include "server/openai/openai_tools.h"
 #include "server/transport/reply.h"
@@ -21,14 +20,7 @@ namespace http = boost::beast::http;
 namespace {
 
 std::string random_id(const std::string& prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{}-{:016x}", prefix, rng());
-}
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return fmt::format("{}-{}", prefix, random_hex(16));
 }
 
 std::string finish_reason(const std::string& engine_reason) {
@@ -43,7 +35,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), choices_(static_cast<size_t>(g_.n)) {
     id_ = random_id(std::string(g_.chat ? "chatcmpl" : "cmpl") +
                     (ctx_.replica_id.empty() ? "" : "-" + ctx_.replica_id));
-    created_ = unix_now();
+    created_ = unix_seconds();
   }
 
   void start() {

@@ -3,12 +3,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "server/common/generation_service.h"
+#include "server/common/ids.h"
 #include "server/openai/openai_protocol.h"
 #include "server/responses/response_output.h"
 #include "server/responses/responses_protocol.h"
@@ -22,17 +21,6 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr const char* kPrefix = "/v1/responses/";
-
-std::string random_hex() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{:016x}", rng());
-}
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 ApiError response_not_found(const std::string& id) {
   ApiError e = ApiError::not_found(fmt::format("Response with id '{}' not found.", id));
@@ -115,10 +103,10 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
         r_(std::move(r)),
         req_(std::move(req)),
         previous_(std::move(previous)),
-        suffix_(random_hex()),
+        suffix_(random_hex(16)),
         output_(suffix_, req_.g.tool_calls, emitter()) {
     id_ = "resp_" + (ctx_.replica_id.empty() ? "" : ctx_.replica_id + "_") + suffix_;
-    created_ = unix_now();
+    created_ = unix_seconds();
   }
 
   void start() {
@@ -161,7 +149,7 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
   void send(const std::string& type, json fields) {
     fields["type"] = type;
     fields["sequence_number"] = sequence_++;
-    r_->write(fmt::format("event: {}\ndata: {}\n\n", type, dump(fields)));
+    r_->write(sse_event(type, dump(fields)));
   }
 
   // A comment line every keepalive_s until the first token (long queues, prefills).

@@ -20,5 +20,9 @@ std::optional<nlohmann::json> parse_json_body(const HttpRequest& req, Responder&
 // One server-sent event ("data: ...\n\n") and a comment line (keep-alive).
 inline std::string sse_data(const std::string& data) { return "data: " + data + "\n\n"; }
 inline std::string sse_comment(const std::string& text) { return ": " + text + "\n\n"; }
+// A typed event ("event: TYPE\ndata: ...\n\n": Anthropic's and the Responses API's streams).
+inline std::string sse_event(const std::string& type, const std::string& data) {
+  return "event: " + type + "\ndata: " + data + "\n\n";
+}
 
 }  // namespace ponder::server
