@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/process_priority.h"
 #include "cli/model_session.h"
+#include "runtime/ngram_draft.h"
 
 namespace ponder::cli {
 
@@ -128,6 +129,23 @@ void GenerationFlags::add_to(CLI::App& app) {
                  "GiB the x16 cache may hold in all; the least recently used files go first "
                  "(default 32, PONDER_X16_CACHE_GIB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--spec", spec,
+                 "speculative decoding: off, or ngram (prompt lookup: guesses copied from earlier "
+                 "in the context, verified as extra rows of the same forward pass; the output is "
+                 "bitwise that of plain decoding)")
+      ->check(CLI::IsMember({"off", "ngram"}))
+      ->capture_default_str();
+  app.add_option("--draft-max", draft_max,
+                 "speculative decoding: most guesses a sequence verifies per step (the length is "
+                 "chosen by the acceptance seen and the measured cost of a row)")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  app.add_option(
+         "--draft-min", draft_min,
+         "speculative decoding: fewest guesses per step when there are any (= --draft-max: a "
+         "fixed length)")
+      ->check(CLI::Range(0, 32))
+      ->capture_default_str();
   app.add_flag("--context-shift", context_shift,
                "when a request fills its context, keep the first --keep tokens, drop half of the "
                "rest and go on "
@@ -180,6 +198,8 @@ Status GenerationFlags::validate() const {
   if (kv_mem_mib < 0) return Status::errorf("--kv-mem {} is negative", kv_mem_mib);
   if (batch_size < 1) return Status::errorf("--batch-size {} must be at least 1", batch_size);
   if (prio < 0 || prio > 3) return Status::errorf("--prio {}: expected 0 to 3", prio);
+  if (draft_min > draft_max)
+    return Status::errorf("--draft-min {} is more than --draft-max {}", draft_min, draft_max);
   return Status::ok();
 }
 
@@ -201,6 +221,9 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   c.context_shift = context_shift;
   c.n_keep = n_keep;
   c.threads = thread_config();
+  if (spec == "ngram") c.draft = std::make_shared<NgramDraft>();
+  c.min_draft = draft_min;
+  c.max_draft = draft_max;
   return c;
 }
 
@@ -251,11 +274,15 @@ void ThinkingPrinter::finish() {
 std::string format_stats(const GenerateStats& s) {
   const int32_t computed = s.n_prompt - s.n_reused;
   return fmt::format(
-      "prompt {} tokens ({} cached) in {:.2f} s, {:.1f} t/s | generated {} tokens in {:.2f} s, "
-      "{:.1f} t/s | first token {:.3f} s | finish: {}",
-      s.n_prompt, s.n_reused, s.prompt_s, s.prompt_s > 0 ? computed / s.prompt_s : 0.0, s.n_gen,
-      s.gen_s, s.gen_s > 0 && s.n_gen > 1 ? (s.n_gen - 1) / s.gen_s : 0.0, s.ttft_s,
-      s.finish_reason);
+             "prompt {} tokens ({} cached) in {:.2f} s, {:.1f} t/s | generated {} tokens in {:.2f} "
+             "s, "
+             "{:.1f} t/s | first token {:.3f} s | finish: {}",
+             s.n_prompt, s.n_reused, s.prompt_s, s.prompt_s > 0 ? computed / s.prompt_s : 0.0,
+             s.n_gen, s.gen_s, s.gen_s > 0 && s.n_gen > 1 ? (s.n_gen - 1) / s.gen_s : 0.0, s.ttft_s,
+             s.finish_reason) +
+         (s.n_drafted > 0 ? fmt::format(" | guesses {} kept of {} ({:.0f}%)", s.n_draft_accepted,
+                                        s.n_drafted, 100.0 * s.n_draft_accepted / s.n_drafted)
+                          : std::string());
 }
 
 Expected<GenerateStats> run_request(

@@ -49,6 +49,9 @@ struct GenerationFlags {
   int prio = 0;
   std::string x16_cache;     // --x16-cache: "" the default directory, "off", or a directory
   double x16_cache_gib = 0;  // --x16-cache-size in GiB (0: the default bound)
+  // Speculative decoding: --spec ngram (prompt lookup), --draft-min / --draft-max guesses a step.
+  std::string spec = "off";
+  int32_t draft_min = 0, draft_max = 8;
   GenerateOptions gen;
 
   GenerationFlags() { gen.max_tokens = 0; }  // up to the context

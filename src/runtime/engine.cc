@@ -10,6 +10,7 @@
 #include "base/timer.h"
 #include "cpu/topology.h"
 #include "runtime/constrained.h"
+#include "runtime/draft_length.h"
 #include "runtime/reasoning_splitter.h"
 #include "runtime/stop_strings.h"
 #include "text/stream_decoder.h"
@@ -87,6 +88,7 @@ struct Engine::SeqState {
   StopStrings stops;
   ReasoningSplitter splitter;  // the text's reasoning / content (all content when not split)
   ReasoningSplitter thinking;  // where R1's thinking ends, when "</think>" is not one token
+  DraftLength draft_length;    // speculative decoding: how many guesses next
   GenerateStats stats;
   Timer since_submit;
   Timer since_token;
@@ -107,7 +109,11 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   if (model.config().n_ctx_train > 0 && config_.max_context <= 0)
     ctx = std::min(ctx, model.config().n_ctx_train);
   max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
+  if (!config_.draft) config_.max_draft = 0;
+  config_.max_draft = std::max(config_.max_draft, 0);
+  config_.min_draft = std::clamp(config_.min_draft, 0, config_.max_draft);
   logits_.resize(static_cast<size_t>(config_.max_running) *
+                 static_cast<size_t>(1 + config_.max_draft) *
                  static_cast<size_t>(model.config().n_vocab));
   recorder_.set_gauges(0, 0, scheduler_.pool().n_blocks(), 0, 0, kKvBlockSize);
   end_think_tokens_ = tokenizer_.encode("</think>\n\n", true);
@@ -280,6 +286,7 @@ void Engine::finish(uint64_t seq_id, const std::string& reason, const std::strin
   st.stats.finish_reason = reason;
   ev.stats = std::move(st.stats);
   scheduler_.remove(seq_id);
+  if (config_.draft) config_.draft->forget(seq_id);
   const uint64_t request = st.request;
   seqs_.erase(it);
   auto rit = requests_.find(request);
@@ -418,7 +425,71 @@ void Engine::shift_context(SeqState& st, Sequence& seq) {
             cs.n_kept, cs.n_dropped, cs.blocks.size());
 }
 
+void Engine::propose_drafts(ThreadPool& pool) {
+  if (!config_.draft) return;
+  std::vector<Sequence*> seqs = scheduler_.decoding_sequences();
+  // One more row, and drafting one more token, against the step time a sequence accounts for.
+  const double step_s = step_time_.decode_step_s(), row_s = step_time_.prompt_row_s();
+  double extra = 0.1;  // until both are measured
+  if (step_s > 0 && row_s >= 0 && !seqs.empty()) {
+    const double draft_s = config_.draft->cost_per_token() * step_s;
+    extra = (row_s + draft_s) * static_cast<double>(seqs.size()) / step_s;
+  }
+  asks_.clear();
+  for (Sequence* s : seqs) {
+    s->draft.clear();
+    SeqState& st = *seqs_.at(s->id);
+    if (!s->wants_logits || !st.forced.empty()) continue;
+    // Every guess kept and the token after them must fit the request and the context (no
+    // context shift inside a draft).
+    const int32_t room = std::min(st.max_tokens - st.stats.n_gen - 1,
+                                  max_context_ - static_cast<int32_t>(s->tokens.size()) - 1);
+    const int32_t k =
+        std::min(std::max(st.draft_length.next(extra, config_.max_draft), config_.min_draft), room);
+    if (k <= 0) continue;
+    asks_.push_back({s->id, std::span<const int32_t>(s->tokens), k, &s->draft});
+  }
+  if (asks_.empty()) return;
+  config_.draft->propose(asks_, pool);
+  for (const DraftAsk& a : asks_) {
+    if (static_cast<int32_t>(a.draft->size()) > a.max_draft) a.draft->resize(a.max_draft);
+  }
+}
+
+void Engine::verify(const StepChunk& c, const float* logits, int64_t* emitted) {
+  const int64_t n_vocab = model_.config().n_vocab;
+  Sequence* seq = c.seq;
+  const uint64_t id = seq->id;
+  SeqState& st = *seqs_.at(id);
+  const std::vector<int32_t> guesses(seq->draft.begin(), seq->draft.begin() + c.n_draft);
+  st.stats.n_drafted += c.n_draft;
+  int32_t kept = 0;
+  bool finished = false;
+  for (int32_t i = 0;; ++i) {
+    sample(st, *seq, logits + i * n_vocab);
+    ++*emitted;
+    if (!seqs_.count(id)) {
+      finished = true;  // seq and st are gone
+      break;
+    }
+    if (i == c.n_draft || seq->tokens.back() != guesses[static_cast<size_t>(i)]) break;
+    scheduler_.commit_guess(seq);  // the guess's K/V are the sampled token's
+    st.stats.n_draft_accepted++;
+    kept++;
+  }
+  if (c.n_draft > 0) {
+    recorder_.update([&](EngineCounters& k) {
+      k.drafted_tokens += c.n_draft;
+      k.draft_accepted_tokens += kept;
+    });
+  }
+  if (finished) return;
+  if (c.n_draft > 0) st.draft_length.observe(c.n_draft, kept);
+  scheduler_.end_draft(seq);
+}
+
 void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
+  propose_drafts(pool);
   StepPlan plan = scheduler_.schedule(prefill_budget());
   if (!plan.preempted.empty()) {
     const int64_t n = static_cast<int64_t>(plan.preempted.size());
@@ -439,8 +510,9 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     const StepChunk& c = plan.chunks[i];
     batch.block_tables.emplace_back(c.seq->blocks);
     for (int32_t p = c.begin; p < c.end; ++p) {
-      batch.rows.push_back({c.seq->tokens[static_cast<size_t>(p)], p, static_cast<int32_t>(i),
-                            c.logits && p + 1 == c.end});
+      // A draft's rows all give logits (the guesses are verified in order).
+      const bool logits = c.logits && (p + 1 == c.end || c.n_draft > 0);
+      batch.rows.push_back({c.token(p), p, static_cast<int32_t>(i), logits});
     }
     SeqState& st = *seqs_.at(c.seq->id);
     if (!st.started) {
@@ -479,14 +551,16 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
   }
   for (uint64_t id : scheduler_.complete(plan)) finish(id, "stop");
 
-  std::vector<std::pair<Sequence*, int32_t>> to_sample;  // (sequence, logits row)
-  int32_t k = 0;
+  std::vector<std::pair<const StepChunk*, int64_t>> to_sample;  // (chunk, its first logits row)
+  int64_t row = 0;
   for (const StepChunk& c : plan.chunks) {
-    if (c.logits) to_sample.push_back({c.seq, k++});
+    if (!c.logits) continue;
+    to_sample.push_back({&c, row});
+    row += 1 + c.n_draft;
   }
   const int64_t n_vocab = model_.config().n_vocab;
-  for (auto [seq, row] : to_sample)
-    sample(*seqs_.at(seq->id), *seq, logits_.data() + row * n_vocab);
+  int64_t emitted = 0;
+  for (auto [c, first] : to_sample) verify(*c, logits_.data() + first * n_vocab, &emitted);
 
   const int32_t prompt_rows = plan.n_rows - plan.n_decode;
   if (plan.n_decode > 0 && prompt_rows > 0)  // a chunk beside streams: its time against the model
@@ -501,7 +575,7 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
     c.prompt_rows += prompt_rows;
     c.prompt_tokens += new_prompt;
     c.prompt_tokens_cached += new_cached;
-    c.generated_tokens += static_cast<int64_t>(to_sample.size());
+    c.generated_tokens += emitted;
   });
 }
 

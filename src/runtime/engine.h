@@ -24,6 +24,7 @@
 #include "base/thread_pool.h"
 #include "grammar/token_mask.h"
 #include "model/qwen2_model.h"
+#include "runtime/draft_source.h"
 #include "runtime/engine_metrics.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
@@ -45,6 +46,12 @@ struct EngineConfig {
   // (llama.cpp's context shift). Off: such a request is refused before any work.
   bool context_shift = false;
   int32_t n_keep = 0;  // --keep: the default kept positions (-1: the whole prompt)
+  // Speculative decoding (--draft / --spec): where guesses come from (null: none), and how many
+  // a decoding sequence drafts a step: chosen by its acceptance and the measured costs
+  // (runtime/draft_length.h), within [min_draft, max_draft] (equal: a fixed length).
+  std::shared_ptr<DraftSource> draft;
+  int32_t min_draft = 0;
+  int32_t max_draft = 8;
   ThreadConfig threads;
 };
 
@@ -86,6 +93,11 @@ class Engine {
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;
+  // Speculative decoding: asks the draft source for the guesses of the decoding sequences.
+  void propose_drafts(ThreadPool& pool);
+  // Samples a sequence's rows of this step in order (one, or its draft's rows: the guesses the
+  // target samples itself are kept, the first one it does not ends the run).
+  void verify(const StepChunk& c, const float* logits, int64_t* emitted);
   void sample(SeqState& st, Sequence& seq, const float* logits);
   int32_t sample_constrained(SeqState& st, const float* logits);
   void finish(uint64_t seq_id, const std::string& reason, const std::string& error = "");
@@ -119,8 +131,9 @@ class Engine {
   uint64_t next_seq_ = 1;
   std::map<uint64_t, std::unique_ptr<SeqState>> seqs_;
   std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
-  std::vector<float> logits_;  // [max_running, n_vocab]
-  StepTimeModel step_time_;    // what steps cost here: sizes the prompt chunks beside streams
+  std::vector<float> logits_;  // [max_running * (1 + max_draft), n_vocab]
+  std::vector<DraftAsk> asks_;
+  StepTimeModel step_time_;  // what steps cost here: sizes the prompt chunks beside streams
 
   std::thread thread_;
 };

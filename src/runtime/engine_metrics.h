@@ -24,6 +24,8 @@ struct EngineCounters {
   int64_t prompt_rows = 0;           // prompt positions computed (recomputes included)
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
+  int64_t drafted_tokens = 0;         // speculative decoding: guesses verified
+  int64_t draft_accepted_tokens = 0;  // of those, kept
   int64_t steps = 0;
   int64_t step_sequences = 0;  // sequences in each step, summed over steps
   double busy_s = 0;           // time spent in forward passes

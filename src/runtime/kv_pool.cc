@@ -183,6 +183,15 @@ void KvPool::fill(std::span<const int32_t> table, std::span<const int32_t> token
   }
 }
 
+void KvPool::truncate(std::vector<int32_t>* table, int32_t n_positions) {
+  const size_t keep = static_cast<size_t>((n_positions + kKvBlockSize - 1) / kKvBlockSize);
+  while (table->size() > keep) {
+    PONDER_CHECK(blocks_[static_cast<size_t>(table->back())].n_filled == 0);
+    drop_ref(table->back());
+    table->pop_back();
+  }
+}
+
 void KvPool::release(std::vector<int32_t>* table) {
   for (auto it = table->rbegin(); it != table->rend(); ++it) {
     drop_ref(*it);

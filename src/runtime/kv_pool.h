@@ -88,6 +88,10 @@ class KvPool {
   bool shift(std::vector<int32_t>* table, int32_t keep, int32_t drop,
              std::vector<BlockCopy>* copies, std::vector<int32_t>* moved);
 
+  // Drops the blocks of the table past the first n_positions positions (none of their slots may
+  // be filled: speculative decoding's rejected guesses never are).
+  void truncate(std::vector<int32_t>* table, int32_t n_positions);
+
   // Drops the table's references (tail first) and clears it.
   void release(std::vector<int32_t>* table);
 

@@ -36,12 +36,14 @@ struct GenerateOptions {
 };
 
 struct GenerateStats {
-  int32_t n_prompt = 0;     // prompt tokens
-  int32_t n_reused = 0;     // of those, taken from the KV cache
-  int32_t n_gen = 0;        // generated tokens
-  int32_t n_reasoning = 0;  // of those, inside R1's thinking (up to and with </think>)
-  int32_t n_preempted = 0;  // times the request was sent back to the queue for lack of KV room
-  int32_t n_shifts = 0;     // context shifts (the context filled; --context-shift)
+  int32_t n_prompt = 0;          // prompt tokens
+  int32_t n_reused = 0;          // of those, taken from the KV cache
+  int32_t n_gen = 0;             // generated tokens
+  int32_t n_reasoning = 0;       // of those, inside R1's thinking (up to and with </think>)
+  int32_t n_preempted = 0;       // times the request was sent back to the queue for lack of KV room
+  int32_t n_shifts = 0;          // context shifts (the context filled; --context-shift)
+  int32_t n_drafted = 0;         // speculative decoding: guesses verified
+  int32_t n_draft_accepted = 0;  // of those, kept (the target sampled the same token)
   bool from_response_cache = false;      // replayed by the server from its response cache
   bool thinking_cut = false;             // "</think>" was forced (budget spent, or end_thinking())
   bool thinking_cut_on_request = false;  // by end_thinking() ("answer now")

@@ -81,6 +81,7 @@ void Scheduler::preempt(Sequence* s, StepPlan* plan) {
     if (it->seq == s) {
       plan->n_rows -= it->end - it->begin;
       if (it->seq->decoding()) plan->n_decode -= 1;
+      plan->n_draft -= it->n_draft;
       it = chunks.erase(it);
     } else {
       ++it;
@@ -88,6 +89,7 @@ void Scheduler::preempt(Sequence* s, StepPlan* plan) {
   }
   pool_.release(&s->blocks);
   s->n_computed = 0;
+  s->draft.clear();
   s->running = false;
   s->n_preempted++;
   plan->preempted.push_back(s->id);
@@ -124,17 +126,25 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
     rows_left -= n;
   };
 
-  // 1. One row for every decoding sequence, oldest first; a full pool preempts the newest.
+  // 1. One row for every decoding sequence, oldest first; a full pool preempts the newest. A
+  // sequence's draft adds its rows when they fit (the rows and the pool): guesses never preempt.
   for (size_t i = 0; i < running_.size() && rows_left > 0; ++i) {
     Sequence* s = running_[i].get();
     if (!s->decoding()) continue;
     if (!grow(s, 1, /*may_preempt=*/true, &plan)) break;  // s itself was the newest: preempted
-    add_chunk(s, 1);
+    int32_t n_draft = std::min(static_cast<int32_t>(s->draft.size()), rows_left - 1);
+    if (n_draft > 0 && !pool_.allocate(&s->blocks, s->n_computed + 1 + n_draft)) n_draft = 0;
+    s->draft.resize(static_cast<size_t>(n_draft));
+    add_chunk(s, 1 + n_draft);
+    plan.chunks.back().logits = s->wants_logits;
+    plan.chunks.back().n_draft = n_draft;
     plan.n_decode++;
+    plan.n_draft += n_draft;
   }
 
   // 2. Chunks of the prompts of running sequences (admitted in an earlier step), oldest first.
-  int32_t prefill_left = std::min(std::max(prefill_budget, 1), rows_left);
+  // Draft rows take their share of the prompt budget: both lengthen the streams' step.
+  int32_t prefill_left = std::min(std::max(prefill_budget - plan.n_draft, 1), rows_left);
   for (size_t i = 0; i < running_.size() && prefill_left > 0; ++i) {
     Sequence* s = running_[i].get();
     if (s->decoding() || s->pending() <= 0) continue;
@@ -197,12 +207,33 @@ std::vector<uint64_t> Scheduler::complete(const StepPlan& plan) {
   for (const StepChunk& c : plan.chunks) {
     Sequence* s = c.seq;
     PONDER_CHECK(s->n_computed == c.begin);
-    pool_.fill(s->blocks, s->tokens, c.begin, c.end, s->findable_end);
-    s->n_computed = c.end;
+    const int32_t end = c.end - c.n_draft;  // guesses wait for the engine's verdict
+    pool_.fill(s->blocks, s->tokens, c.begin, end, s->findable_end);
+    s->n_computed = end;
     if (!s->wants_logits && s->pending() == 0) done.push_back(s->id);
   }
   for (uint64_t id : done) remove(id);
   return done;
+}
+
+void Scheduler::commit_guess(Sequence* s) {
+  PONDER_CHECK(s->running && s->pending() == 1);
+  pool_.fill(s->blocks, s->tokens, s->n_computed, s->n_computed + 1, s->findable_end);
+  s->n_computed++;
+}
+
+void Scheduler::end_draft(Sequence* s) {
+  s->draft.clear();
+  // The next step's row (position n_computed) keeps its block if it has one.
+  pool_.truncate(&s->blocks, s->n_computed + 1);
+}
+
+std::vector<Sequence*> Scheduler::decoding_sequences() {
+  std::vector<Sequence*> out;
+  for (auto& s : running_) {
+    if (s->decoding()) out.push_back(s.get());
+  }
+  return out;
 }
 
 bool Scheduler::shift_context(Sequence* s, int32_t n_keep, ContextShift* out) {

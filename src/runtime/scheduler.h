@@ -41,6 +41,9 @@ struct Sequence {
   bool running = false;
   int32_t findable_end = INT32_MAX;  // positions past a context shift's kept start: never cached
   std::vector<int32_t> blocks;       // the block table
+  // Speculative decoding: guesses of the tokens after `tokens`, run as extra rows of its next
+  // decode step and verified by the engine (runtime/draft_source.h). Empty: no guess.
+  std::vector<int32_t> draft;
 
   int32_t pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
   bool decoding() const { return n_computed >= n_prompt && pending() == 1; }
@@ -51,6 +54,15 @@ struct StepChunk {
   int32_t begin;  // positions [begin, end) of seq->tokens run this step
   int32_t end;
   bool logits;  // the last row's logits are wanted (the sequence samples its next token)
+  // Rows [end - n_draft, end) are the sequence's draft (guesses after its tokens): every row of
+  // the chunk gives logits, and complete() leaves the guessed positions to the engine, which
+  // keeps (commit_guess) those the target itself samples.
+  int32_t n_draft = 0;
+  // The token of position p of this chunk (a guess past the sequence's tokens).
+  int32_t token(int32_t p) const {
+    const int32_t n = static_cast<int32_t>(seq->tokens.size());
+    return p < n ? seq->tokens[static_cast<size_t>(p)] : seq->draft[static_cast<size_t>(p - n)];
+  }
 };
 
 struct StepPlan {
@@ -58,7 +70,8 @@ struct StepPlan {
   std::vector<BlockCopy> copies;    // do these on the K/V data before the forward pass
   std::vector<uint64_t> preempted;  // sequences sent back to the queue this step
   int32_t n_rows = 0;
-  int32_t n_decode = 0;
+  int32_t n_decode = 0;  // decoding sequences (one row each, plus their drafts' rows)
+  int32_t n_draft = 0;   // draft rows
   bool empty() const { return chunks.empty(); }
 };
 
@@ -96,6 +109,14 @@ class Scheduler {
   // The step ran: records the computed positions in the pool. Returns the prefill-only sequences
   // that are now complete (removed; their blocks released and cached).
   std::vector<uint64_t> complete(const StepPlan& plan);
+
+  // Speculative decoding, after complete(): the guess at position s->n_computed was the token the
+  // target sampled there (now s->tokens[n_computed]), so its K/V, computed by the step, stand.
+  void commit_guess(Sequence* s);
+  // The draft of s is settled: forgets it and gives back the blocks only its rejected guesses used.
+  void end_draft(Sequence* s);
+  // Running sequences that decode (for drafting), oldest first.
+  std::vector<Sequence*> decoding_sequences();
 
   // Removes a sequence (done, or cancelled), wherever it is; its blocks are released. False when
   // there is no such sequence.

@@ -33,23 +33,47 @@ struct Sim {
     return sched.add(std::move(s))->id;
   }
 
-  // One step: plan, "compute", sample for the rows that want logits, finish the done ones.
+  // One step: (guess,) plan, "compute", sample for the rows that want logits, finish the done
+  // ones; a sequence's guesses are kept while they are what it samples.
   StepPlan step(int32_t budget) {
+    if (draft_rng != nullptr) {
+      for (Sequence* s : sched.decoding_sequences()) {
+        std::vector<int32_t> t = s->tokens;
+        const int32_t n =
+            std::min<int32_t>(static_cast<int32_t>((*draft_rng)() % 7), gen_left[s->id] - 1);
+        for (int32_t i = 0; i < n; ++i) {
+          t.push_back(next_token(t));
+          const bool right = (*draft_rng)() % 10 < 7;
+          s->draft.push_back(right ? t.back() : t.back() + 1);
+        }
+      }
+    }
     StepPlan plan = sched.schedule(budget);
     for (const StepChunk& c : plan.chunks) {
       EXPECT_LE(static_cast<size_t>((c.end + kKvBlockSize - 1) / kKvBlockSize),
                 c.seq->blocks.size());
     }
-    std::vector<std::pair<Sequence*, bool>> sampled;
+    std::vector<std::pair<Sequence*, int32_t>> sampled;  // (sequence, its guesses this step)
     for (const StepChunk& c : plan.chunks) {
-      if (c.logits) sampled.push_back({c.seq, true});
+      if (c.logits) sampled.push_back({c.seq, c.n_draft});
+      n_draft_rows += c.n_draft;
     }
     for (uint64_t id : sched.complete(plan)) finished[id] = {};
-    for (auto& [s, _] : sampled) {
-      s->tokens.push_back(next_token(s->tokens));
-      if (--gen_left[s->id] == 0) {
-        finished[s->id] = std::vector<int32_t>(s->tokens.begin() + s->n_prompt, s->tokens.end());
-        sched.remove(s->id);
+    for (auto& [s, n_draft] : sampled) {
+      const std::vector<int32_t> guesses = s->draft;
+      for (int32_t i = 0;; ++i) {
+        s->tokens.push_back(next_token(s->tokens));
+        if (--gen_left[s->id] == 0) {
+          finished[s->id] = std::vector<int32_t>(s->tokens.begin() + s->n_prompt, s->tokens.end());
+          sched.remove(s->id);
+          break;
+        }
+        if (i == n_draft || s->tokens.back() != guesses[static_cast<size_t>(i)]) {
+          sched.end_draft(s);
+          break;
+        }
+        sched.commit_guess(s);
+        n_kept++;
       }
     }
     return plan;
@@ -68,6 +92,8 @@ struct Sim {
   }
 
   Scheduler sched;
+  std::mt19937* draft_rng = nullptr;  // set: decoding sequences guess (7 in 10 right)
+  int64_t n_draft_rows = 0, n_kept = 0;
   uint64_t next_id = 1;
   std::map<uint64_t, int32_t> gen_left;
   std::map<uint64_t, std::vector<int32_t>> finished;  // generated tokens
@@ -256,6 +282,41 @@ TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
     ASSERT_TRUE(sim.finished.count(id)) << id;
     EXPECT_EQ(sim.finished[id], alone(ask.first, ask.second));
   }
+  sim.expect_clean();
+}
+
+// Speculative decoding's rows: guesses planned beside prompts and preemptions, the right ones
+// kept, the rest rolled back: the same outputs, no block lost, and the pool's books agree.
+TEST(SchedulerTest, GuessesKeptOrRolledBackLoseNoBlock) {
+  std::mt19937 rng(99);
+  Sim sim(20, SchedulerConfig{.max_running = 5, .max_batch = 24});
+  sim.draft_rng = &rng;
+  std::map<uint64_t, std::pair<std::vector<int32_t>, int32_t>> asked;
+  for (int step = 0; step < 800; ++step) {
+    if (rng() % 4 == 0 && asked.size() < 120) {
+      auto p = prompt_of(static_cast<int32_t>(rng() % 2) * 16 + 4, 2);
+      for (uint32_t i = 0, n = rng() % 40 + 1; i < n; ++i)
+        p.push_back(static_cast<int32_t>(rng() % 100));
+      const int32_t n_gen = static_cast<int32_t>(rng() % 40) + 1;
+      asked[sim.add(p, n_gen)] = {p, n_gen};
+    }
+    if (rng() % 15 == 0 && !asked.empty()) {
+      auto it = asked.begin();
+      std::advance(it, rng() % asked.size());
+      if (sim.sched.remove(it->first)) asked.erase(it);
+    }
+    sim.step(static_cast<int32_t>(rng() % 30) + 1);
+    std::string why;
+    ASSERT_TRUE(sim.sched.pool().check(&why)) << why;
+  }
+  sim.run(32);
+  for (auto& [id, ask] : asked) {
+    ASSERT_TRUE(sim.finished.count(id)) << id;
+    EXPECT_EQ(sim.finished[id], alone(ask.first, ask.second));
+  }
+  EXPECT_GT(sim.n_draft_rows, 500);
+  EXPECT_GT(sim.n_kept, 200);
+  EXPECT_LT(sim.n_kept, sim.n_draft_rows);
   sim.expect_clean();
 }
 

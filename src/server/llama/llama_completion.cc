@@ -15,15 +15,20 @@ namespace {
 json timings(const GenerateStats& s) {
   const double prompt_ms = s.prompt_s * 1000, gen_ms = s.gen_s * 1000;
   const int32_t n_new = s.n_prompt - s.n_reused;
-  return {{"cache_n", s.n_reused},
-          {"prompt_n", n_new},
-          {"prompt_ms", prompt_ms},
-          {"prompt_per_token_ms", n_new > 0 ? prompt_ms / n_new : 0},
-          {"prompt_per_second", prompt_ms > 0 ? n_new * 1000.0 / prompt_ms : 0},
-          {"predicted_n", s.n_gen},
-          {"predicted_ms", gen_ms},
-          {"predicted_per_token_ms", s.n_gen > 0 ? gen_ms / s.n_gen : 0},
-          {"predicted_per_second", gen_ms > 0 ? s.n_gen * 1000.0 / gen_ms : 0}};
+  json t = {{"cache_n", s.n_reused},
+            {"prompt_n", n_new},
+            {"prompt_ms", prompt_ms},
+            {"prompt_per_token_ms", n_new > 0 ? prompt_ms / n_new : 0},
+            {"prompt_per_second", prompt_ms > 0 ? n_new * 1000.0 / prompt_ms : 0},
+            {"predicted_n", s.n_gen},
+            {"predicted_ms", gen_ms},
+            {"predicted_per_token_ms", s.n_gen > 0 ? gen_ms / s.n_gen : 0},
+            {"predicted_per_second", gen_ms > 0 ? s.n_gen * 1000.0 / gen_ms : 0}};
+  if (s.n_drafted > 0) {  // speculative decoding (llama-server's names)
+    t["draft_n"] = s.n_drafted;
+    t["draft_n_accepted"] = s.n_draft_accepted;
+  }
+  return t;
 }
 
 json probabilities(const text::Tokenizer& tok, const EngineEvent& ev) {

@@ -121,6 +121,12 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.",
          static_cast<double>(m.total.generated_tokens));
   metric("llamacpp:tokens_predicted_seconds_total", "counter", "Predict process time", all.gen_s);
+  metric("ponder_draft_tokens_total", "counter",
+         "Speculative decoding: guesses verified (--spec, --draft)",
+         static_cast<double>(m.total.drafted_tokens));
+  metric("ponder_draft_accepted_tokens_total", "counter",
+         "Speculative decoding: guesses kept (the target sampled the same token)",
+         static_cast<double>(m.total.draft_accepted_tokens));
   metric("llamacpp:n_decode_total", "counter", "Total number of llama_decode() calls",
          static_cast<double>(m.total.steps));
   metric("llamacpp:n_busy_slots_per_decode", "counter",

@@ -428,6 +428,11 @@ json Usage::to_json() const {
             {"prompt_cache_hit_tokens", cached_tokens},
             {"prompt_cache_miss_tokens", prompt_tokens - cached_tokens},
             {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
+  if (drafted_tokens > 0) {
+    u["completion_tokens_details"]["accepted_prediction_tokens"] = draft_accepted_tokens;
+    u["completion_tokens_details"]["rejected_prediction_tokens"] =
+        drafted_tokens - draft_accepted_tokens;
+  }
   if (response_cached) u["response_cached"] = true;
   if (!response_cached_question.empty()) u["response_cached_question"] = response_cached_question;
   return u;

@@ -33,6 +33,8 @@ struct Usage {
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t reasoning_tokens = 0;
+  // Speculative decoding: guesses verified and kept (OpenAI's predicted-output counts say so).
+  int64_t drafted_tokens = 0, draft_accepted_tokens = 0;
   bool response_cached = false;          // replayed from the response cache (Ponder's field)
   std::string response_cached_question;  // --cache-match similar: the question it was cached for
   nlohmann::json to_json() const;

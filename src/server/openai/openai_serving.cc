@@ -226,6 +226,8 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     for (const Choice& c : choices_) {
       u.completion_tokens += c.stats.n_gen;
       u.reasoning_tokens += c.stats.n_reasoning;
+      u.drafted_tokens += c.stats.n_drafted;
+      u.draft_accepted_tokens += c.stats.n_draft_accepted;
     }
     return u;
   }
