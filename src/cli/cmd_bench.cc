@@ -3,7 +3,8 @@
 // throughput, the machine's measured read bandwidth and each tg result as a fraction of it, and
 // peak RSS. `-o json` uses llama-bench's field names so the two tools compare directly.
 // --concurrent 1,4,8 is the serving mode: N requests through the Engine at once (continuous
-// batching, as `ponder serve` runs them), like llama-batched-bench.
+// batching, as `ponder serve` runs them), like llama-batched-bench. --spec-replay / --spec ngram
+// is the speculative mode (cli/bench_spec.h).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/timer.h"
+#include "cli/bench_spec.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
@@ -236,6 +238,19 @@ int run_bench_cmd(int argc, char** argv) {
                  "serving mode: KV pool positions (default: enough for all)");
   app.add_option("-b,--batch-size", serve_batch, "serving mode: most rows per forward pass")
       ->capture_default_str();
+  SpecBenchFlags spec;
+  app.add_option("--spec-replay", spec.replay,
+                 "speculative mode: replay the target's own greedy output as guesses, this share "
+                 "of them right (e.g. 0.5,0.7,0.9), against plain decoding (--prompt, --gen)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--draft-lengths", spec.lengths,
+                 "speculative mode: fixed draft lengths measured beside the adaptive one")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  app.add_option("--spec", spec.spec, "speculative mode: also ngram (prompt lookup)")
+      ->check(CLI::IsMember({"off", "ngram"}));
   CLI11_PARSE(app, argc, argv);
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {
@@ -256,6 +271,12 @@ int run_bench_cmd(int argc, char** argv) {
     if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok())
       return fail("bench", st.message());
     return run_sweep_cmd(s, sweep, sweep_pp, sweep_tg, threads.back(), output);
+  }
+  if (spec.any()) {
+    if (Status st = kv_types.apply(*s.model, flash.back() != 0); !st.is_ok())
+      return fail("bench", st.message());
+    return run_spec_cmd(s, spec, serve_prompt, serve_gen,
+                        *std::max_element(threads.begin(), threads.end()), reps, output);
   }
   if (!concurrent.empty()) {
     for (int32_t n : concurrent) {

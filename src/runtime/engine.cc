@@ -430,8 +430,9 @@ void Engine::propose_drafts(ThreadPool& pool) {
   std::vector<Sequence*> seqs = scheduler_.decoding_sequences();
   // One more row, and drafting one more token, against the step time a sequence accounts for.
   const double step_s = step_time_.decode_step_s(), row_s = step_time_.prompt_row_s();
-  double extra = 0.1;  // until both are measured
-  if (step_s > 0 && row_s >= 0 && !seqs.empty()) {
+  if (step_s < 0) return;  // a plain step first: it measures what guesses are weighed against
+  double extra = 0.1;      // until a row's cost is measured
+  if (row_s >= 0 && !seqs.empty()) {
     const double draft_s = config_.draft->cost_per_token() * step_s;
     extra = (row_s + draft_s) * static_cast<double>(seqs.size()) / step_s;
   }
