@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/ngram_draft.h"
 #include "server/server_test_support.h"
 
 namespace ponder::server {
@@ -192,6 +193,38 @@ TEST(ApiIdiomsTest, MetricsCountRefusalsAndPerRequestSpeed) {
   // The window is since the last scrape: nothing finished since, so 0.
   m = call(f.port, http::verb::get, "/metrics").body;
   EXPECT_EQ(sample(m, "llamacpp:predicted_tokens_seconds"), 0) << m;
+}
+
+// Speculative decoding (--spec ngram) changes no answer and says what it did: llama-server's
+// timings draft_n / draft_n_accepted, OpenAI's accepted / rejected prediction tokens, /metrics.
+TEST(ApiIdiomsTest, SpeculativeDecodingIsReportedAndChangesNoAnswer) {
+  Fixture plain(uncached());
+  ServerConfig c = uncached();
+  c.engine.draft = std::make_shared<NgramDraft>(1, 3);
+  c.engine.min_draft = 2;  // a guess every step: the rows run whether or not text repeats
+  Fixture spec(c);
+  const json body = {{"prompt", "one two three one two three one two three one two"},
+                     {"n_predict", 40},
+                     {"temperature", 0.8},
+                     {"seed", 5}};
+  const Reply a = post(plain.port, "/completion", body), b = post(spec.port, "/completion", body);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(a.j()["content"], b.j()["content"]);
+  EXPECT_FALSE(a.j()["timings"].contains("draft_n"));
+  EXPECT_GT(b.j()["timings"]["draft_n"].get<int>(), 0) << b.body;
+  EXPECT_LE(b.j()["timings"]["draft_n_accepted"].get<int>(),
+            b.j()["timings"]["draft_n"].get<int>());
+  const Reply chat = post(spec.port, "/v1/chat/completions", user_chat(20));
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  const json details = chat.j()["usage"]["completion_tokens_details"];
+  EXPECT_GT(details["accepted_prediction_tokens"].get<int>() +
+                details["rejected_prediction_tokens"].get<int>(),
+            0)
+      << chat.body;
+  const std::string m = call(spec.port, http::verb::get, "/metrics").body;
+  EXPECT_GT(sample(m, "ponder_draft_tokens_total"), 0) << m;
+  EXPECT_GE(sample(m, "ponder_draft_accepted_tokens_total"), 0) << m;
 }
 
 }  // namespace
