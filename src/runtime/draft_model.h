@@ -62,11 +62,13 @@ class DraftModel : public DraftSource {
   // prefill). A draft of k tokens costs k passes (one catch-up of the accepted tokens, k - 1
   // single-token ones), so about k * seconds_per_token() per sequence. 0 before any measure.
   double seconds_per_token() const { return seconds_per_token_; }
-  // The target's time of one decode step per sequence (step seconds / sequences decoded), set by
-  // the engine as it measures it; 0 when unknown.
+  // The target's time of one decode step (StepTimeModel::decode_step_s(), the time the engine
+  // weighs draft costs against), set by the engine as it measures it; <= 0 when unknown.
   void set_target_step_seconds(double s) { target_step_seconds_ = s; }
-  // seconds_per_token() / the target's step seconds: what one drafted token costs in target decode
-  // steps. 0 while either is unknown (the engine then treats the draft as free until measured).
+  // seconds_per_token() / the target's step seconds: what drafting one token for one sequence
+  // costs, in target decode steps (so cost_per_token() * decode_step_s() is seconds_per_token()
+  // again: the engine's formula gets the draft's own measure). 0 while either is unknown (the
+  // engine then counts the draft as free until both are measured).
   double cost_per_token() const override;
 
   // Introspection (tests, /metrics).

@@ -9,6 +9,9 @@
 #include "runtime/tiny_model_for_test.h"
 
 namespace ponder {
+namespace testing_support {
+long allocation_count();  // alloc_counter_for_test.cc
+}  // namespace testing_support
 namespace {
 
 // The draft model's own greedy continuation of `tokens`, up to k tokens (stopping after an
@@ -154,6 +157,52 @@ TEST(DraftModelTest, RollbackAfterRejectionGivesThePlainGreedyContinuation) {
   EXPECT_EQ(again[0], drafts[0]);
   std::string why;
   EXPECT_TRUE(d->kv_pool().check(&why)) << why;
+}
+
+// The hot loop reuses its buffers: what a call allocates (the pool's prefix lookup, per sequence)
+// does not grow with the tokens drafted.
+TEST(DraftModelTest, AllocationsDoNotGrowWithTheDraftLength) {
+  Fixture f;
+  DraftModelOptions o;
+  o.kv_positions = 1024;
+  auto d = f.make(o);
+  std::vector<std::vector<int32_t>> tokens = {f.encode("One two three four five"),
+                                              f.encode("Alpha beta gamma delta")};
+  auto round = [&](int k) {
+    auto drafts = propose(*d, f.pool, {1, 2}, tokens, {k, k});
+    for (size_t s = 0; s < 2; ++s) {  // one guess kept, then a token of the target's own
+      tokens[s].push_back(drafts[s][0]);
+      tokens[s].push_back(7);
+    }
+    const long before = testing_support::allocation_count();
+    drafts = propose(*d, f.pool, {1, 2}, tokens, {k, k});
+    const long n = testing_support::allocation_count() - before;
+    EXPECT_EQ(static_cast<int>(drafts[0].size()), k);
+    tokens[0].push_back(3);
+    tokens[1].push_back(3);
+    return n;
+  };
+  round(8);  // buffers grown
+  const long short_draft = round(2);
+  const long long_draft = round(8);
+  // The forward pass itself allocates a little (its thread pool's task objects): measured alone,
+  // on a two-row decode pass like the draft's.
+  KvCache cache = f.tiny->model->make_cache(4, kKvBlockSize);
+  const std::vector<int32_t> table0 = {0, 1}, table1 = {2, 3};
+  Batch batch;
+  batch.block_tables = {table0, table1};
+  batch.rows = {{5, 0, 0, true}, {6, 0, 1, true}};
+  std::vector<float> logits(2 * static_cast<size_t>(f.tiny->model->config().n_vocab));
+  ASSERT_TRUE(f.tiny->model->forward(batch, cache, logits.data(), f.pool).is_ok());
+  batch.rows = {{7, 1, 0, true}, {8, 1, 1, true}};
+  const long before = testing_support::allocation_count();
+  ASSERT_TRUE(f.tiny->model->forward(batch, cache, logits.data(), f.pool).is_ok());
+  const long per_pass = testing_support::allocation_count() - before;
+  // Six passes more; beyond them only the test's own draft vectors growing and the pool's
+  // index entries of the blocks filled (one per block, not per token).
+  EXPECT_LE(long_draft - short_draft, 6 * per_pass + 16)
+      << short_draft << " allocations for 2 tokens, " << long_draft << " for 8, " << per_pass
+      << " per forward pass";
 }
 
 TEST(DraftModelTest, ForgetFreesBlocksAndEvictionKeepsItWithinThePool) {
