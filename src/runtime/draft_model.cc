@@ -15,6 +15,9 @@ namespace {
 // A catch-up pass with more rows than this per draft token it yields is a prompt (or a long
 // stretch after an eviction), not the steady state: left out of seconds_per_token().
 constexpr int64_t kMeasureMaxRowsPerToken = 16;
+// A sequence this few positions behind is always caught up in the call (the steady state: the
+// guesses the target kept and its own token); longer stretches share max_rows rows a call.
+constexpr int32_t kAlwaysCatchUp = 2 * kKvBlockSize;
 // Weight of the newest pass in the moving average.
 constexpr double kMeasureAlpha = 0.1;
 
@@ -254,32 +257,54 @@ void DraftModel::propose(std::span<DraftAsk> asks, ThreadPool& pool) {
     if (room > 0) work_.push_back({&ask, &seq, room, static_cast<int32_t>(seq.computed.size())});
   }
   if (work_.empty()) return;
+
+  // Catch-up: the positions each sequence lacks. A long stretch (a prompt, the whole sequence
+  // after an eviction) is caught up max_rows rows a call, like the scheduler's prompt chunks, so
+  // the step that asks does not stall every stream for it; that sequence drafts once caught up.
+  // The short ones of the steady state (the guesses kept and the target's own token) always run,
+  // shortest first. A sequence's last token asks for logits: they give its first draft token.
+  std::sort(work_.begin(), work_.end(), [](const Work& a, const Work& b) {
+    const auto behind = [](const Work& w) {
+      return static_cast<int32_t>(w.ask->tokens.size()) - w.n_begin;
+    };
+    return behind(a) != behind(b) ? behind(a) < behind(b) : a.ask->seq < b.ask->seq;
+  });
+  int32_t budget = options_.max_rows;
+  for (Work& wk : work_) {
+    const int32_t behind = static_cast<int32_t>(wk.ask->tokens.size()) - wk.n_begin;
+    if (behind <= kAlwaysCatchUp) {
+      wk.n_end = wk.n_begin + behind;
+      continue;
+    }
+    const int32_t rows = std::min(behind, std::max(budget, 0));
+    budget -= rows;
+    wk.n_end = wk.n_begin + rows;
+  }
   // The tables no longer change in this call.
   batch_.block_tables.resize(work_.size());
   for (size_t w = 0; w < work_.size(); ++w) batch_.block_tables[w] = work_[w].seq->table;
-
-  // Catch-up: the positions each sequence lacks, in passes of at most max_rows rows across
-  // sequences; a sequence's last token asks for logits, which give its first draft token.
+  // Passes of at most max_rows rows, across sequences.
   bool ok = true;
   for (size_t w = 0; ok && w < work_.size();) {
     batch_.rows.clear();
     logit_work_.clear();
-    int32_t budget = options_.max_rows;
-    for (; w < work_.size() && budget > 0;) {
+    int32_t room = options_.max_rows;
+    for (; w < work_.size() && room > 0;) {
       Work& wk = work_[w];
       const std::span<const int32_t> tokens = wk.ask->tokens;
       const int32_t n = static_cast<int32_t>(tokens.size());
-      const int32_t end = std::min(n, wk.n_begin + budget);
+      const int32_t end = std::min(wk.n_end, wk.n_begin + room);
       for (int32_t p = wk.n_begin; p < end; ++p) {
         batch_.rows.push_back({tokens[static_cast<size_t>(p)], p, static_cast<int32_t>(w),
                                /*logits=*/p == n - 1});
       }
-      budget -= end - wk.n_begin;
+      room -= end - wk.n_begin;
       wk.n_begin = end;
-      if (end < n) break;
-      logit_work_.push_back(static_cast<int32_t>(w));
+      if (end < wk.n_end) break;
+      if (end == n) logit_work_.push_back(static_cast<int32_t>(w));
       ++w;
     }
+    if (batch_.rows.empty()) break;  // only sequences left for later calls
     ok = run_pass(pool, /*measure=*/true);
     if (!ok) break;
     for (Work& wk : work_) {  // record what the pass computed

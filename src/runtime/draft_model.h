@@ -2,8 +2,9 @@
 // drafting for the 7B-32B). It owns the draft's KV cache and a KvPool of its own: one block table
 // per target sequence, holding the K/V of the tokens the draft has computed for it. Each propose()
 // brings every asked sequence up to its tokens (rolling back what the target rejected: the
-// longest common prefix is kept, through the pool's prefix lookup), then generates greedily,
-// batched: one forward pass per draft position with one row per sequence.
+// longest common prefix is kept, through the pool's prefix lookup; a long stretch such as the
+// prompt is caught up a bounded number of rows per call), then generates greedily, batched: one
+// forward pass per draft position with one row per sequence.
 //
 // The draft is only a guess: the engine verifies every token with the target, so nothing here
 // affects the output, only how many tokens a step yields. Hence no error reaches the caller: a
@@ -12,6 +13,7 @@
 // Depends on model, text, runtime/kv_pool, runtime/draft_source.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -31,7 +33,9 @@ namespace ponder {
 struct DraftModelOptions {
   int32_t kv_positions = 8192;  // room of the draft's KV cache, shared by every sequence
   int32_t max_seqs = 64;        // sequences kept at once (least recently asked evicted beyond)
-  int32_t max_rows = 512;       // rows per forward pass when catching up on a prompt
+  // Rows of a forward pass, and rows a propose() call spends catching up on long stretches (a
+  // prompt): such a sequence is caught up over several calls and drafts once it is.
+  int32_t max_rows = 256;
 };
 
 class DraftModel : public DraftSource {
@@ -53,6 +57,8 @@ class DraftModel : public DraftSource {
                                                       const DraftModelOptions& options = {});
 
   const char* name() const override { return "draft-model"; }
+  // DraftModelOptions::max_rows, for an engine that sizes it by its step time (>= 1).
+  void set_max_rows(int32_t rows) { options_.max_rows = std::max(rows, 1); }
   void propose(std::span<DraftAsk> asks, ThreadPool& pool) override;
   void forget(uint64_t seq) override;
 
@@ -91,6 +97,7 @@ class DraftModel : public DraftSource {
     Seq* seq = nullptr;
     int32_t k = 0;        // draft tokens wanted
     int32_t n_begin = 0;  // catch-up: next position of ask->tokens to compute
+    int32_t n_end = 0;    // catch-up: up to here in this call (the tokens' size: it drafts)
   };
 
   DraftModel(Qwen2Model& draft, const text::Tokenizer& tokenizer, std::vector<uint8_t> proposable,

@@ -97,19 +97,35 @@ TEST(DraftModelTest, BatchedProposalsAreThePlainGreedyContinuation) {
       f.encode(long_text),
   };
   ASSERT_GT(prompts[2].size(), 300u);
-  // Large passes, and passes of 7 rows (a prompt's catch-up spans many passes, several sequences
-  // share one).
+  const std::vector<int> k = {4, 8, 6};
+  std::vector<std::vector<int32_t>> expected;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    DraftModelOptions o;
+    o.kv_positions = 2048;
+    expected.push_back(f.greedy(*f.make(o), prompts[i], k[i]));
+    EXPECT_FALSE(expected.back().empty());
+  }
+  // Rows enough for everything in one call, and 7 rows a call: the long prompt is caught up over
+  // many calls (in passes shared with the other sequences, which draft at every call) and drafts
+  // once it is.
   for (int32_t max_rows : {512, 7}) {
     DraftModelOptions o;
     o.kv_positions = 2048;
     o.max_rows = max_rows;
     auto d = f.make(o);
-    const std::vector<int> k = {4, 8, 6};
-    const auto drafts = propose(*d, f.pool, {10, 11, 12}, prompts, k);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(drafts[i], f.greedy(*d, prompts[i], k[i]))
-          << "prompt " << i << " rows " << max_rows;
-      EXPECT_FALSE(drafts[i].empty());
+    // The long prompt drafts at the first call whose catch-up finishes it: 7 rows a call until
+    // the rest is short enough to always run (two blocks).
+    const int n = static_cast<int>(prompts[2].size());
+    const int calls = max_rows == 512 ? 1 : (n - 2 * kKvBlockSize + 6) / 7 + 1;
+    for (int call = 1; call <= calls; ++call) {
+      const auto drafts = propose(*d, f.pool, {10, 11, 12}, prompts, k);
+      EXPECT_EQ(drafts[0], expected[0]) << "rows " << max_rows << " call " << call;
+      EXPECT_EQ(drafts[1], expected[1]) << "rows " << max_rows << " call " << call;
+      if (call < calls) {
+        EXPECT_TRUE(drafts[2].empty()) << "call " << call;
+      } else {
+        EXPECT_EQ(drafts[2], expected[2]) << "rows " << max_rows << " call " << call;
+      }
     }
     EXPECT_GT(d->seconds_per_token(), 0);
     EXPECT_EQ(d->cost_per_token(), 0);  // the target's step time is unknown
