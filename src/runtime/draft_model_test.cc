@@ -298,9 +298,9 @@ TEST(DraftModelTest, RefusesAnotherTokenizerAndNeverProposesPadding) {
       << msg;
 
   // The same tokenizer in another file of the same model is accepted.
-  auto q8_file = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-F32.gguf");
-  ASSERT_TRUE(q8_file.has_value());
-  auto f32_tok = text::Tokenizer::from_gguf(*q8_file);
+  auto f32_file = GgufFile::open(std::string(PONDER_SHARED_DIR) + "/models/tiny-F32.gguf");
+  ASSERT_TRUE(f32_file.has_value());
+  auto f32_tok = text::Tokenizer::from_gguf(*f32_file);
   ASSERT_TRUE(f32_tok.has_value());
   EXPECT_TRUE(DraftModel::check_tokenizers(tiny, *f32_tok).is_ok());
 
