@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cpu/cpu_features.h"
 #include "runtime/bench.h"
+#include "runtime/draft_model.h"
 #include "runtime/ngram_draft.h"
 #include "runtime/spec_bench.h"
 
@@ -21,6 +22,24 @@ int run_spec_cmd(ModelSession& s, const SpecBenchFlags& flags, int32_t n_prompt,
     SpecBenchCase c;
     c.source = "ngram";
     c.make_draft = [](const std::vector<int32_t>&) { return std::make_shared<NgramDraft>(); };
+    cases.push_back(c);
+  }
+  std::unique_ptr<ModelSession> draft_session;
+  std::shared_ptr<DraftSource> draft_model;
+  if (!flags.draft_path.empty()) {
+    auto opened = ModelSession::open(flags.draft_path);
+    if (!opened.has_value()) return fail("bench", opened.status().message());
+    draft_session = std::move(*opened);
+    draft_session->model->wait_x16_cache_write();
+    auto made = DraftModel::create(*draft_session->model, draft_session->tokenizer, s.tokenizer,
+                                   s.model->config().n_vocab);
+    if (!made.has_value())
+      return fail("bench",
+                  fmt::format("--draft {}: {}", flags.draft_path, made.status().message()));
+    draft_model = std::shared_ptr<DraftSource>(std::move(*made));
+    SpecBenchCase c;
+    c.source = "draft";
+    c.make_draft = [draft_model](const std::vector<int32_t>&) { return draft_model; };
     cases.push_back(c);
   }
   EngineConfig base;

@@ -15,7 +15,8 @@ struct SpecBenchFlags {
   std::vector<double> replay;             // acceptances (--spec-replay)
   std::vector<int32_t> lengths{2, 4, 8};  // fixed draft lengths (--draft-lengths), and adaptive
   std::string spec = "off";               // --spec ngram: also prompt lookup
-  bool any() const { return !replay.empty() || spec != "off"; }
+  std::string draft_path;                 // --draft MODEL: also this draft model
+  bool any() const { return !replay.empty() || spec != "off" || !draft_path.empty(); }
 };
 
 int run_spec_cmd(ModelSession& s, const SpecBenchFlags& flags, int32_t n_prompt, int32_t n_gen,

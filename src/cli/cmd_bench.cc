@@ -249,6 +249,8 @@ int run_bench_cmd(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(1, 32))
       ->capture_default_str();
+  app.add_option("--draft", spec.draft_path,
+                 "speculative mode: also this draft model (same tokenizer) against plain");
   app.add_option("--spec", spec.spec, "speculative mode: also ngram (prompt lookup)")
       ->check(CLI::IsMember({"off", "ngram"}));
   CLI11_PARSE(app, argc, argv);

@@ -40,7 +40,11 @@ int run_chat(int argc, char** argv) {
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
-  Engine engine(*s.model, s.tokenizer, flags.engine_config(s.model->config()));
+  EngineConfig engine_config = flags.engine_config(s.model->config());
+  std::unique_ptr<ModelSession> draft;
+  if (Status st = flags.attach_draft(s, &engine_config, &draft); !st.is_ok())
+    return fail("chat", st.message());
+  Engine engine(*s.model, s.tokenizer, engine_config);
   std::signal(SIGINT, on_sigint);
   std::vector<text::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});

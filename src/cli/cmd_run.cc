@@ -50,7 +50,11 @@ int run_run(int argc, char** argv) {
   }
   if (tokens.empty()) return fail("run", "the prompt is empty");
 
-  Engine engine(*s.model, s.tokenizer, flags.engine_config(s.model->config()));
+  EngineConfig engine_config = flags.engine_config(s.model->config());
+  std::unique_ptr<ModelSession> draft;
+  if (Status st = flags.attach_draft(s, &engine_config, &draft); !st.is_ok())
+    return fail("run", st.message());
+  Engine engine(*s.model, s.tokenizer, engine_config);
   ThinkingPrinter printer(flags.hide_thinking);
   EngineRequest request;
   request.prompt = std::move(tokens);

@@ -221,6 +221,9 @@ int run_serve(int argc, char** argv) {
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;
   config.engine = flags.engine_config(s.model->config());
+  std::unique_ptr<ModelSession> draft;
+  if (Status st = flags.attach_draft(s, &config.engine, &draft); !st.is_ok())
+    return fail("serve", st.message());
   config.engine.max_running = parallel;
   config.engine.max_queue = queue;
 

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/process_priority.h"
 #include "cli/model_session.h"
+#include "runtime/draft_model.h"
 #include "runtime/ngram_draft.h"
 
 namespace ponder::cli {
@@ -135,6 +136,10 @@ void GenerationFlags::add_to(CLI::App& app) {
                  "bitwise that of plain decoding)")
       ->check(CLI::IsMember({"off", "ngram"}))
       ->capture_default_str();
+  app.add_option("--draft", draft_path,
+                 "speculative decoding with a draft model: a smaller GGUF with the same tokenizer "
+                 "(the 1.5B distill for the 7B-32B) guesses the next tokens; the output is "
+                 "bitwise that of plain decoding");
   app.add_option("--draft-max", draft_max,
                  "speculative decoding: most guesses a sequence verifies per step (the length is "
                  "chosen by the acceptance seen and the measured cost of a row)")
@@ -198,6 +203,8 @@ Status GenerationFlags::validate() const {
   if (kv_mem_mib < 0) return Status::errorf("--kv-mem {} is negative", kv_mem_mib);
   if (batch_size < 1) return Status::errorf("--batch-size {} must be at least 1", batch_size);
   if (prio < 0 || prio > 3) return Status::errorf("--prio {}: expected 0 to 3", prio);
+  if (!draft_path.empty() && spec != "off")
+    return Status::errorf("--draft and --spec {}: one source of guesses at a time", spec);
   if (draft_min > draft_max)
     return Status::errorf("--draft-min {} is more than --draft-max {}", draft_min, draft_max);
   return Status::ok();
@@ -225,6 +232,24 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   c.min_draft = draft_min;
   c.max_draft = draft_max;
   return c;
+}
+
+Status GenerationFlags::attach_draft(const ModelSession& target, EngineConfig* config,
+                                     std::unique_ptr<ModelSession>* draft) const {
+  if (draft_path.empty()) return Status::ok();
+  auto session = ModelSession::open(draft_path, x16_cache_options());
+  if (!session.has_value())
+    return Status::errorf("--draft {}: {}", draft_path, session.status().message());
+  DraftModelOptions options;
+  options.kv_positions = config->kv_positions;
+  auto source = DraftModel::create(*(*session)->model, (*session)->tokenizer, target.tokenizer,
+                                   target.model->config().n_vocab, options);
+  if (!source.has_value())
+    return Status::errorf("--draft {}: {}", draft_path, source.status().message());
+  config->draft = std::shared_ptr<DraftSource>(std::move(*source));
+  log_info("speculative decoding: {} drafts ({} guesses a step at most)", draft_path, draft_max);
+  *draft = std::move(*session);
+  return Status::ok();
 }
 
 void GenerationFlags::apply_to_process(const ModelSession& session) const {

@@ -51,6 +51,7 @@ struct GenerationFlags {
   double x16_cache_gib = 0;  // --x16-cache-size in GiB (0: the default bound)
   // Speculative decoding: --spec ngram (prompt lookup), --draft-min / --draft-max guesses a step.
   std::string spec = "off";
+  std::string draft_path;  // --draft: a smaller model with the same tokenizer drafts
   int32_t draft_min = 0, draft_max = 8;
   GenerateOptions gen;
 
@@ -59,6 +60,10 @@ struct GenerationFlags {
   Status validate() const;
   ThreadConfig thread_config() const;
   EngineConfig engine_config(const Qwen2Config& model) const;
+  // --draft: opens the draft model into *draft (it must outlive the engine), checks that it
+  // shares the target's tokenizer and makes it config's draft source. Nothing without --draft.
+  Status attach_draft(const ModelSession& target, EngineConfig* config,
+                      std::unique_ptr<ModelSession>* draft) const;
   // The x16 layout cache: x16_cache_default() changed by --x16-cache and --x16-cache-size.
   X16CacheOptions x16_cache_options() const;
   // --mlock and --prio on the opened model; a refusal is a warning, the command goes on.

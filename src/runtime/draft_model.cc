@@ -131,11 +131,6 @@ bool DraftModel::is_proposable(int32_t id) const {
   return id >= 0 && id < n_real_vocab_ && proposable_[static_cast<size_t>(id)];
 }
 
-double DraftModel::cost_per_token() const {
-  if (seconds_per_token_ <= 0 || target_step_seconds_ <= 0) return 0;
-  return seconds_per_token_ / target_step_seconds_;
-}
-
 void DraftModel::forget(uint64_t seq) {
   const auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;

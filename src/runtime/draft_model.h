@@ -67,15 +67,7 @@ class DraftModel : public DraftSource {
   // that catch up on a long stretch of new tokens (a prompt: a one-off, like the target's own
   // prefill). A draft of k tokens costs k passes (one catch-up of the accepted tokens, k - 1
   // single-token ones), so about k * seconds_per_token() per sequence. 0 before any measure.
-  double seconds_per_token() const { return seconds_per_token_; }
-  // The target's time of one decode step (StepTimeModel::decode_step_s(), the time the engine
-  // weighs draft costs against), set by the engine as it measures it; <= 0 when unknown.
-  void set_target_step_seconds(double s) { target_step_seconds_ = s; }
-  // seconds_per_token() / the target's step seconds: what drafting one token for one sequence
-  // costs, in target decode steps (so cost_per_token() * decode_step_s() is seconds_per_token()
-  // again: the engine's formula gets the draft's own measure). 0 while either is unknown (the
-  // engine then counts the draft as free until both are measured).
-  double cost_per_token() const override;
+  double seconds_per_token() const override { return seconds_per_token_; }
 
   // Introspection (tests, /metrics).
   const KvPool& kv_pool() const { return kv_; }
@@ -132,7 +124,6 @@ class DraftModel : public DraftSource {
   std::vector<float> logits_;        // [n logit rows, n_vocab]
 
   double seconds_per_token_ = 0;
-  double target_step_seconds_ = 0;
 };
 
 }  // namespace ponder

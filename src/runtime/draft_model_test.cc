@@ -128,9 +128,6 @@ TEST(DraftModelTest, BatchedProposalsAreThePlainGreedyContinuation) {
       }
     }
     EXPECT_GT(d->seconds_per_token(), 0);
-    EXPECT_EQ(d->cost_per_token(), 0);  // the target's step time is unknown
-    d->set_target_step_seconds(d->seconds_per_token() * 4);
-    EXPECT_DOUBLE_EQ(d->cost_per_token(), 0.25);
     std::string why;
     EXPECT_TRUE(d->kv_pool().check(&why)) << why;
   }

@@ -36,9 +36,9 @@ class DraftSource {
   virtual void propose(std::span<DraftAsk> asks, ThreadPool& pool) = 0;
   // The sequence ended (finished, cancelled, preempted): drop what is kept for it.
   virtual void forget(uint64_t seq) { (void)seq; }
-  // The time to draft one token for one sequence, as a share of one decode step of the target
-  // (0: free, as prompt lookup nearly is). The engine's adaptive draft length weighs it.
-  virtual double cost_per_token() const { return 0; }
+  // Seconds to draft one token for one sequence, as measured (0: free, as prompt lookup nearly
+  // is, or not measured yet). The engine's adaptive draft length weighs it against its step.
+  virtual double seconds_per_token() const { return 0; }
 };
 
 }  // namespace ponder

@@ -433,7 +433,7 @@ void Engine::propose_drafts(ThreadPool& pool) {
   if (step_s < 0) return;  // a plain step first: it measures what guesses are weighed against
   double extra = 0.1;      // until a row's cost is measured
   if (row_s >= 0 && !seqs.empty()) {
-    const double draft_s = config_.draft->cost_per_token() * step_s;
+    const double draft_s = config_.draft->seconds_per_token();
     extra = (row_s + draft_s) * static_cast<double>(seqs.size()) / step_s;
   }
   asks_.clear();
