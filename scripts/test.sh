@@ -60,17 +60,17 @@ if [ "${1:-}" != "--fast" ]; then
   # Left to the Release run: the goldens again under PONDER_ISA=avx2 (avx2.*Golden*: the AVX2
   # order's numbers) and the engine's batch invariance for every type but a K-quant, Q8_0 and F16
   # (the types differ only in kernels, whose memory use kernels_test checks here for every type
-  # and ISA).
+  # and ISA); so for speculative decoding's exactness per type.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j"$JOBS" \
-    -E '^avx2\..*Golden|EngineFormatTest.*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
+    -E '^avx2\..*Golden|(EngineFormatTest|SpecDecodingTest).*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
   stage "TSan build (the engine and server tests only)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DPONDER_TSAN=ON -DPONDER_TESTS=ON > /dev/null
   cmake --build build-tsan -j"$JOBS" --target engine_test server_test
   stage "TSan tests (the engine's batching, cancellation and preemption; the server, its cache and Redis)"
   # The per-type batch-invariance cases differ only in numbers: one type stands for the rest here.
-  TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5'
+  TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5:SpecDecodingTest.*:AllTypes/SpecDecodingTest.*/6'
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/server/server_test
   stage "Fuzzing (libFuzzer, ASan + UBSan): 10 s per target (scripts/fuzz.sh SECONDS for long runs)"
   scripts/fuzz.sh 10
