@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`ponder serve` refusing to start: a missing, empty, truncated or non-GGUF model file, a bad flag,
-a bad flag value, a busy port, an unusable cache directory, a bad Redis URL. Each must end in a
+a bad flag value, a busy port, an unusable cache directory, a bad Redis URL, a draft model with
+another tokenizer or speculative flags that contradict each other. Each must end in a
 non-zero exit within seconds, with one clear line on stderr naming the problem, and no core file.
 An unusable cache directory is not fatal: the server starts and caches in memory (said in one line).
 Usage: scripts/test_startup.py [BUILD_DIR]"""
@@ -31,6 +32,16 @@ def main():
     text = os.path.join(tmp, "notes.gguf")
     with open(text, "w") as f:
         f.write("this is not a model\n")
+    # A draft whose tokenizer is not the target's: the same file with one token's text changed
+    # (an added token that no merge names, so the file still loads).
+    other_vocab = os.path.join(tmp, "other-vocab.gguf")
+    with open(model, "rb") as f:
+        data = f.read()
+    user = "<｜User｜>".encode()
+    prefix = len(user).to_bytes(8, "little")
+    assert data.count(prefix + user) == 1
+    with open(other_vocab, "wb") as g:
+        g.write(data.replace(prefix + user, prefix + "<｜Usex｜>".encode(), 1))
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -48,6 +59,13 @@ def main():
         ("a bad --cache-url", ["-m", model, "--cache-url", "http://x"], "redis://"),
         ("a bad --replica-id", ["-m", model, "--replica-id", "R 1"], "--replica-id"),
         ("a zero --header-timeout", ["-m", model, "--header-timeout", "0"], "--header-timeout"),
+        ("a draft with another tokenizer", ["-m", model, "--draft", other_vocab], "tokenizer differs"),
+        ("a draft that is missing", ["-m", model, "--draft", os.path.join(tmp, "no-draft.gguf")],
+         "no-draft.gguf"),
+        ("--draft with --spec ngram", ["-m", model, "--draft", model, "--spec", "ngram"], "--spec"),
+        ("--draft-min above --draft-max", ["-m", model, "--spec", "ngram", "--draft-min", "6",
+                                          "--draft-max", "4"], "--draft-min"),
+        ("an unknown --spec", ["-m", model, "--spec", "medusa"], "--spec"),
     ]
     for what, args, named in cases:
         r = subprocess.run([ponder, "serve", "--port", "0"] + args if "--port" not in args else [ponder, "serve"] + args,
