@@ -215,6 +215,12 @@ bool DraftModel::run_pass(ThreadPool& pool, bool measure) {
   const Status st = model_.forward(batch_, cache_, logits_.data(), pool);
   if (!st.is_ok()) return false;  // the cache is untouched; nothing was filled
   const double seconds = timer.seconds();
+  if (measure && static_cast<int64_t>(batch_.rows.size()) > kAlwaysCatchUp) {
+    const double per_row = seconds / static_cast<double>(batch_.rows.size());
+    catch_up_row_s_ = catch_up_row_s_ <= 0
+                          ? per_row
+                          : (1 - kMeasureAlpha) * catch_up_row_s_ + kMeasureAlpha * per_row;
+  }
   if (measure && n_logits > 0 &&
       static_cast<int64_t>(batch_.rows.size()) <=
           kMeasureMaxRowsPerToken * static_cast<int64_t>(n_logits)) {
@@ -265,6 +271,10 @@ void DraftModel::propose(std::span<DraftAsk> asks, ThreadPool& pool) {
     return behind(a) != behind(b) ? behind(a) < behind(b) : a.ask->seq < b.ask->seq;
   });
   int32_t budget = options_.max_rows;
+  if (step_limit_s_ > 0) {  // unmeasured: a probe of 64 rows (more than a steady-state pass)
+    const double rows = catch_up_row_s_ > 0 ? kCatchUpShare * step_limit_s_ / catch_up_row_s_ : 64;
+    budget = static_cast<int32_t>(std::clamp(rows, 16.0, static_cast<double>(budget)));
+  }
   for (Work& wk : work_) {
     const int32_t behind = static_cast<int32_t>(wk.ask->tokens.size()) - wk.n_begin;
     if (behind <= kAlwaysCatchUp) {

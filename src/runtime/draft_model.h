@@ -60,6 +60,10 @@ class DraftModel : public DraftSource {
   // DraftModelOptions::max_rows, for an engine that sizes it by its step time (>= 1).
   void set_max_rows(int32_t rows) { options_.max_rows = std::max(rows, 1); }
   void propose(std::span<DraftAsk> asks, ThreadPool& pool) override;
+  // Catch-up passes of a call (a new prompt) take at most kCatchUpShare of it, by the measured
+  // time of a catch-up row (max_rows bounds them too).
+  void set_step_limit(double seconds) override { step_limit_s_ = seconds; }
+  static constexpr double kCatchUpShare = 0.4;
   void forget(uint64_t seq) override;
 
   // Seconds of draft compute per drafted token of one sequence: a moving average over the draft's
@@ -124,6 +128,8 @@ class DraftModel : public DraftSource {
   std::vector<float> logits_;        // [n logit rows, n_vocab]
 
   double seconds_per_token_ = 0;
+  double catch_up_row_s_ = 0;  // seconds per row of a long catch-up pass (moving average)
+  double step_limit_s_ = 0;    // 0: no time bound (max_rows only)
 };
 
 }  // namespace ponder

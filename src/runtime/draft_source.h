@@ -34,6 +34,9 @@ class DraftSource {
   // sequence may have changed since the last call beyond what was proposed (rejected guesses are
   // gone, a context shift moved them): a source that keeps state per sequence compares.
   virtual void propose(std::span<DraftAsk> asks, ThreadPool& pool) = 0;
+  // The engine keeps a step beside decoding streams under this many seconds (its max_step_s): a
+  // source that computes (a draft model catching up on a new prompt) spends a share of it a call.
+  virtual void set_step_limit(double seconds) { (void)seconds; }
   // The sequence ended (finished, cancelled, preempted): drop what is kept for it.
   virtual void forget(uint64_t seq) { (void)seq; }
   // Seconds to draft one token for one sequence, as measured (0: free, as prompt lookup nearly

@@ -110,6 +110,7 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
     ctx = std::min(ctx, model.config().n_ctx_train);
   max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
   if (!config_.draft) config_.max_draft = 0;
+  if (config_.draft) config_.draft->set_step_limit(config_.max_step_s);
   config_.max_draft = std::max(config_.max_draft, 0);
   config_.min_draft = std::clamp(config_.min_draft, 0, config_.max_draft);
   logits_.resize(static_cast<size_t>(config_.max_running) *
