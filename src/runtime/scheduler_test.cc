@@ -255,25 +255,30 @@ TEST(SchedulerTest, PrefillOnlySequencesWarmTheCache) {
   sim.expect_clean();
 }
 
-TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
-  std::mt19937 rng(1234);
-  Sim sim(24, SchedulerConfig{.max_running = 6, .max_batch = 48});
+// A random workload: arrivals sharing system prompts (prefixes collide on purpose), cancels,
+// random prompt budgets; the pool's books checked every step; then every output must be what the
+// sequence generates alone, and no block may be left in use.
+struct Workload {
+  int steps, max_asked, n_prefixes, max_tail, max_gen, cancel_every, max_budget;
+};
+
+void run_random(Sim& sim, std::mt19937& rng, const Workload& w) {
   std::map<uint64_t, std::pair<std::vector<int32_t>, int32_t>> asked;
-  for (int step = 0; step < 1500; ++step) {
-    if (rng() % 4 == 0 && asked.size() < 200) {
-      // Shared system prompts, so prefixes collide on purpose.
-      auto p = prompt_of(static_cast<int32_t>(rng() % 3) * 16 + 4, 1);
-      for (uint32_t i = 0, n = rng() % 60 + 1; i < n; ++i)
+  for (int step = 0; step < w.steps; ++step) {
+    if (rng() % 4 == 0 && static_cast<int>(asked.size()) < w.max_asked) {
+      auto p = prompt_of(static_cast<int32_t>(rng() % static_cast<uint32_t>(w.n_prefixes)) * 16 + 4,
+                         w.n_prefixes);
+      for (uint32_t i = 0, n = rng() % static_cast<uint32_t>(w.max_tail) + 1; i < n; ++i)
         p.push_back(static_cast<int32_t>(rng() % 100));
-      const int32_t n_gen = static_cast<int32_t>(rng() % 30) + 1;
+      const int32_t n_gen = static_cast<int32_t>(rng() % static_cast<uint32_t>(w.max_gen)) + 1;
       asked[sim.add(p, n_gen)] = {p, n_gen};
     }
-    if (rng() % 10 == 0 && !asked.empty()) {
+    if (rng() % static_cast<uint32_t>(w.cancel_every) == 0 && !asked.empty()) {
       auto it = asked.begin();
       std::advance(it, rng() % asked.size());
       if (sim.sched.remove(it->first)) asked.erase(it);
     }
-    sim.step(static_cast<int32_t>(rng() % 40) + 1);
+    sim.step(static_cast<int32_t>(rng() % static_cast<uint32_t>(w.max_budget)) + 1);
     std::string why;
     ASSERT_TRUE(sim.sched.pool().check(&why)) << why;
   }
@@ -285,39 +290,22 @@ TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
   sim.expect_clean();
 }
 
+TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
+  std::mt19937 rng(1234);
+  Sim sim(24, SchedulerConfig{.max_running = 6, .max_batch = 48});
+  run_random(sim, rng, Workload{1500, 200, 3, 60, 30, 10, 40});
+}
+
 // Speculative decoding's rows: guesses planned beside prompts and preemptions, the right ones
 // kept, the rest rolled back: the same outputs, no block lost, and the pool's books agree.
 TEST(SchedulerTest, GuessesKeptOrRolledBackLoseNoBlock) {
   std::mt19937 rng(99);
   Sim sim(20, SchedulerConfig{.max_running = 5, .max_batch = 24});
   sim.draft_rng = &rng;
-  std::map<uint64_t, std::pair<std::vector<int32_t>, int32_t>> asked;
-  for (int step = 0; step < 800; ++step) {
-    if (rng() % 4 == 0 && asked.size() < 120) {
-      auto p = prompt_of(static_cast<int32_t>(rng() % 2) * 16 + 4, 2);
-      for (uint32_t i = 0, n = rng() % 40 + 1; i < n; ++i)
-        p.push_back(static_cast<int32_t>(rng() % 100));
-      const int32_t n_gen = static_cast<int32_t>(rng() % 40) + 1;
-      asked[sim.add(p, n_gen)] = {p, n_gen};
-    }
-    if (rng() % 15 == 0 && !asked.empty()) {
-      auto it = asked.begin();
-      std::advance(it, rng() % asked.size());
-      if (sim.sched.remove(it->first)) asked.erase(it);
-    }
-    sim.step(static_cast<int32_t>(rng() % 30) + 1);
-    std::string why;
-    ASSERT_TRUE(sim.sched.pool().check(&why)) << why;
-  }
-  sim.run(32);
-  for (auto& [id, ask] : asked) {
-    ASSERT_TRUE(sim.finished.count(id)) << id;
-    EXPECT_EQ(sim.finished[id], alone(ask.first, ask.second));
-  }
+  run_random(sim, rng, Workload{800, 120, 2, 40, 40, 15, 30});
   EXPECT_GT(sim.n_draft_rows, 500);
   EXPECT_GT(sim.n_kept, 200);
   EXPECT_LT(sim.n_kept, sim.n_draft_rows);
-  sim.expect_clean();
 }
 
 }  // namespace
