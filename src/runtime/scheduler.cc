@@ -128,11 +128,15 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
 
   // 1. One row for every decoding sequence, oldest first; a full pool preempts the newest. A
   // sequence's draft adds its rows when they fit (the rows and the pool): guesses never preempt.
+  int32_t decoding_left = n_decoding();  // each keeps its one row whatever the drafts before it
   for (size_t i = 0; i < running_.size() && rows_left > 0; ++i) {
     Sequence* s = running_[i].get();
     if (!s->decoding()) continue;
+    --decoding_left;
     if (!grow(s, 1, /*may_preempt=*/true, &plan)) break;  // s itself was the newest: preempted
-    int32_t n_draft = std::min(static_cast<int32_t>(s->draft.size()), rows_left - 1);
+    int32_t n_draft =
+        std::min(static_cast<int32_t>(s->draft.size()), rows_left - 1 - decoding_left);
+    n_draft = std::max(n_draft, 0);
     if (n_draft > 0 && !pool_.allocate(&s->blocks, s->n_computed + 1 + n_draft)) n_draft = 0;
     s->draft.resize(static_cast<size_t>(n_draft));
     add_chunk(s, 1 + n_draft);

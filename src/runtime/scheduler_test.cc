@@ -296,6 +296,20 @@ TEST(SchedulerTest, RandomArrivalsCancellationsAndBudgetsLoseNoBlock) {
   run_random(sim, rng, Workload{1500, 200, 3, 60, 30, 10, 40});
 }
 
+// Guesses never take a decoding sequence's own row: with 4 rows a step and 4 streams guessing 4
+// tokens each, every stream still gets its row (and no guess fits).
+TEST(SchedulerTest, GuessesLeaveEveryStreamItsRow) {
+  Sim sim(64, SchedulerConfig{.max_running = 4, .max_batch = 4});
+  for (int32_t i = 0; i < 4; ++i) sim.add(prompt_of(3, i + 1), 50);
+  for (int i = 0; i < 10 && sim.sched.n_decoding() < 4; ++i) sim.step(4);
+  ASSERT_EQ(sim.sched.n_decoding(), 4);
+  for (Sequence* s : sim.sched.decoding_sequences()) s->draft = {1, 2, 3, 4};
+  const StepPlan plan = sim.sched.schedule(4);
+  EXPECT_EQ(plan.chunks.size(), 4u);
+  EXPECT_EQ(plan.n_draft, 0);
+  EXPECT_EQ(plan.n_rows, 4);
+}
+
 // Speculative decoding's rows: guesses planned beside prompts and preemptions, the right ones
 // kept, the rest rolled back: the same outputs, no block lost, and the pool's books agree.
 TEST(SchedulerTest, GuessesKeptOrRolledBackLoseNoBlock) {
