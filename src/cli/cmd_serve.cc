@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,11 +53,10 @@ std::string default_cache_dir() {
 // What the machine can give the models: MemAvailable at start (0 when unknown: no bound).
 int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib << 10;
+  std::string line;
+  while (std::getline(in, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return int64_t{kib} << 10;
   }
   return 0;
 }
@@ -95,17 +95,20 @@ Expected<std::vector<server::ModelSpec>> model_specs(const std::vector<std::stri
     std::error_code ec;
     std::vector<std::string> found;
     for (const auto& e : std::filesystem::directory_iterator(models_dir, ec)) {
-      if (e.is_regular_file() && e.path().extension() == ".gguf") found.push_back(e.path().string());
+      if (e.is_regular_file() && e.path().extension() == ".gguf")
+        found.push_back(e.path().string());
     }
     if (ec) return Status::errorf("--models-dir {}: {}", models_dir, ec.message());
     if (found.empty()) return Status::errorf("--models-dir {} holds no .gguf file", models_dir);
     std::sort(found.begin(), found.end());
     paths.insert(paths.end(), found.begin(), found.end());
   }
-  if (paths.empty()) return Status::error("give a model: -m MODEL.gguf (repeatable) or --models-dir DIR");
+  if (paths.empty())
+    return Status::error("give a model: -m MODEL.gguf (repeatable) or --models-dir DIR");
   if (aliases.size() > paths_given.size()) {
-    return Status::errorf("--alias is given {} times for {} -m model(s): each names the -m in its place",
-                          aliases.size(), paths_given.size());
+    return Status::errorf(
+        "--alias is given {} times for {} -m model(s): each names the -m in its place",
+        aliases.size(), paths_given.size());
   }
   std::vector<server::ModelSpec> specs;
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -143,7 +146,8 @@ bool is_loopback(const std::string& host) {
 
 int run_serve(int argc, char** argv) {
   CLI::App app{
-      "Serve one model, or several chosen by a request's \"model\" (-m A -m B, --models-dir), over HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
+      "Serve one model, or several chosen by a request's \"model\" (-m A -m B, --models-dir), over "
+      "HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
       "/v1/models, "
       "/v1/answer_now, /v1/responses), llama.cpp (/health, /completion, /tokenize, /detokenize, "
       "/props, /slots, /metrics), "
@@ -185,10 +189,11 @@ int run_serve(int argc, char** argv) {
                  "cache), e.g. 24G; the least recently used idle model is unloaded to make room "
                  "(auto: the memory available at start; 0: no bound)")
       ->capture_default_str();
-  app.add_option("--keep-alive", keep_alive,
-                 "several models: how long an idle model stays loaded, in seconds or as a duration "
-                 "(5m, 1h); -1: until memory is needed. A request's keep_alive (Ollama) sets it for "
-                 "its model; 0 unloads it once idle")
+  app.add_option(
+         "--keep-alive", keep_alive,
+         "several models: how long an idle model stays loaded, in seconds or as a duration "
+         "(5m, 1h); -1: until memory is needed. A request's keep_alive (Ollama) sets it for "
+         "its model; 0 unloads it once idle")
       ->capture_default_str();
   app.add_option(
          "--parallel", parallel,
@@ -347,10 +352,10 @@ int run_serve(int argc, char** argv) {
   // session opened is kept for the start's log line.
   std::mutex last_mu;
   std::shared_ptr<ModelSession> last;
-  server::ModelLoader loader = [&flags, parallel, queue, &last_mu, &last](
-                                   const server::ModelSpec& spec,
-                                   const server::LoadProgress& progress)
-      -> Expected<server::LoadedModel> {
+  server::ModelLoader loader =
+      [&flags, parallel, queue, &last_mu, &last](
+          const server::ModelSpec& spec,
+          const server::LoadProgress& progress) -> Expected<server::LoadedModel> {
     PONDER_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> opened,
                             ModelSession::open(spec.path, flags.x16_cache_options(), progress));
     std::shared_ptr<ModelSession> s = std::move(opened);
@@ -396,9 +401,9 @@ int run_serve(int argc, char** argv) {
                  "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions "
                  "in %s/%s, %s attention, %d threads)\n",
                  names[0].c_str(), s.load_s,
-                 s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "",
-                 shown.c_str(), srv.port(), engine.config().kv_positions,
-                 kv_type_name(s.model->kv_type_k()), kv_type_name(s.model->kv_type_v()),
+                 s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "", shown.c_str(),
+                 srv.port(), engine.config().kv_positions, kv_type_name(s.model->kv_type_k()),
+                 kv_type_name(s.model->kv_type_v()),
                  !s.model->flash_attention()     ? "llama.cpp-order"
                  : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
                                                  : "block-order",
@@ -407,13 +412,13 @@ int run_serve(int argc, char** argv) {
   } else {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    std::fprintf(stderr,
-                 "ponder serve: %zu models offered (%s), each loaded on first use; memory bound "
-                 "%s; listening on http://%s:%u\n",
-                 names.size(), list.c_str(),
-                 config.max_memory > 0 ? fmt::format("{:.2f} GB", config.max_memory / 1e9).c_str()
-                                       : "none",
-                 shown.c_str(), srv.port());
+    std::fprintf(
+        stderr,
+        "ponder serve: %zu models offered (%s), each loaded on first use; memory bound "
+        "%s; listening on http://%s:%u\n",
+        names.size(), list.c_str(),
+        config.max_memory > 0 ? fmt::format("{:.2f} GB", config.max_memory / 1e9).c_str() : "none",
+        shown.c_str(), srv.port());
   }
   int sig = 0;
   sigwait(&set, &sig);

@@ -33,7 +33,7 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(
     const std::function<void(double, const std::string&)>& progress) {
   Timer t;
   PONDER_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
-  file.mapping().read_ahead();  // the load's pass over the weights then reads at full speed
+  file.mapping().read_ahead();        // the load's pass over the weights then reads at full speed
   constexpr double kReadShare = 0.7;  // of the load's time, roughly, on a cold page cache
   if (progress) read_in(file, kReadShare, progress);
   auto tok = text::Tokenizer::from_gguf(file);

@@ -4,7 +4,6 @@
 #include <thread>
 
 #include "base/check.h"
-
 #include "server/anthropic/anthropic_serving.h"
 #include "server/llama/llama_completion.h"
 #include "server/llama/llama_routes.h"

@@ -35,11 +35,11 @@ struct ServerConfig {
   std::string cache_dir;
   int64_t cache_bytes = 256ll << 20;
   CacheMatch cache_match = CacheMatch::kExact;
-  std::string fingerprint;  // one model given as a Qwen2Model: the file's (model_fingerprint.h)
-  ModelFacts model;         // and what /api/show, /api/tags and /props say of the file
-  int64_t max_memory = 0;   // several models: the loaded ones' memory budget (0: no bound)
+  std::string fingerprint;   // one model given as a Qwen2Model: the file's (model_fingerprint.h)
+  ModelFacts model;          // and what /api/show, /api/tags and /props say of the file
+  int64_t max_memory = 0;    // several models: the loaded ones' memory budget (0: no bound)
   double keep_alive_s = -1;  // several models: idle seconds before a model unloads (< 0: never)
-  double keepalive_s = 5;   // SSE keep-alive comments until a stream's first token
+  double keepalive_s = 5;    // SSE keep-alive comments until a stream's first token
   std::string reasoning_field = "reasoning_content";  // or "reasoning" (vLLM's newer name)
   std::string replica_id;            // --replica-id (docs/scaling.md); "" sends no X-Ponder-Replica
   std::optional<RedisConfig> redis;  // --cache-url: the shared response cache

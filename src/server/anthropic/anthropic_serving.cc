@@ -5,8 +5,8 @@
 #include "grammar/tool_calls.h"
 #include "server/anthropic/anthropic_protocol.h"
 #include "server/common/generation_service.h"
-#include "server/common/model_lookup.h"
 #include "server/common/ids.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
 

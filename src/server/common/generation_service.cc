@@ -47,8 +47,8 @@ std::optional<ApiError> prompt_tokens(const ModelContext& m, const GenerationReq
 }
 
 std::optional<ApiError> submit_generation(ServerContext& ctx, const ModelRef& m,
-                                          const GenerationRequest& g,
-                                          Responder& r, std::function<void(EngineEvent&&)> on_event,
+                                          const GenerationRequest& g, Responder& r,
+                                          std::function<void(EngineEvent&&)> on_event,
                                           Submission* out) {
   if (ctx.draining.load()) return ApiError::busy("the server is shutting down");
   EngineRequest req;

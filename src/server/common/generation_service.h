@@ -36,8 +36,8 @@ nlohmann::json prompt_progress(const EngineEvent& ev);
 
 // Submits g to model m; on_event runs on the I/O thread for every engine event of the request.
 std::optional<ApiError> submit_generation(ServerContext& ctx, const ModelRef& m,
-                                          const GenerationRequest& g,
-                                          Responder& r, std::function<void(EngineEvent&&)> on_event,
+                                          const GenerationRequest& g, Responder& r,
+                                          std::function<void(EngineEvent&&)> on_event,
                                           Submission* out);
 
 // The unknown fields of g for the X-Ponder-Ignored-Fields header (logged once per request).
@@ -46,8 +46,9 @@ std::string ignored_fields_note(const GenerationRequest& g);
 // submit_generation for a job object: its on_event(EngineEvent&&) gets the events (the job stays
 // alive while they come), and the answer's X-Ponder-Cache header is set.
 template <typename Job>
-std::optional<ApiError> submit_job(ServerContext& ctx, const ModelRef& m, const GenerationRequest& g,
-                                   Responder& r, const std::shared_ptr<Job>& job, Submission* sub) {
+std::optional<ApiError> submit_job(ServerContext& ctx, const ModelRef& m,
+                                   const GenerationRequest& g, Responder& r,
+                                   const std::shared_ptr<Job>& job, Submission* sub) {
   auto e = submit_generation(
       ctx, m, g, r, [job](EngineEvent&& ev) { job->on_event(std::move(ev)); }, sub);
   if (!e) {

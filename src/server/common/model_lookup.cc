@@ -5,7 +5,8 @@ namespace ponder::server {
 std::string model_field(const nlohmann::json& body) {
   if (!body.is_object()) return "";
   for (const char* key : {"model", "name"}) {
-    if (auto it = body.find(key); it != body.end() && it->is_string()) return it->get<std::string>();
+    if (auto it = body.find(key); it != body.end() && it->is_string())
+      return it->get<std::string>();
   }
   return "";
 }

@@ -252,15 +252,14 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
       [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
   // /tokenize and /detokenize use the body's "model" (default: the first), loading it if needed.
   for (const auto& [path, fn] : {std::pair{"/tokenize", &tokenize}, {"/detokenize", &detokenize}}) {
-    router.add(http::verb::post, path,
-               [&ctx, fn](HttpRequest&& q, std::shared_ptr<Responder> r) {
-                 auto body = parse_json_body(q, *r);
-                 if (!body) return;
-                 auto b = std::make_shared<json>(std::move(*body));
-                 with_model(
-                     ctx, model_field(*b), [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
-                     [r](const ApiError& e) { reply_error(*r, e); });
-               });
+    router.add(http::verb::post, path, [&ctx, fn](HttpRequest&& q, std::shared_ptr<Responder> r) {
+      auto body = parse_json_body(q, *r);
+      if (!body) return;
+      auto b = std::make_shared<json>(std::move(*body));
+      with_model(
+          ctx, model_field(*b), [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
+          [r](const ApiError& e) { reply_error(*r, e); });
+    });
   }
   // /props?model=NAME (default: the first model), loading it if needed.
   router.add(http::verb::get, "/props", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {

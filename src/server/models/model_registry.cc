@@ -18,7 +18,8 @@ using Clock = std::chrono::steady_clock;
 std::string name_key(const std::string& name) {
   std::string n = name;
   constexpr std::string_view kLatest = ":latest";
-  if (n.size() > kLatest.size() && n.compare(n.size() - kLatest.size(), kLatest.size(), kLatest) == 0)
+  if (n.size() > kLatest.size() &&
+      n.compare(n.size() - kLatest.size(), kLatest.size(), kLatest) == 0)
     n.resize(n.size() - kLatest.size());
   for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return n;
@@ -37,8 +38,8 @@ Clock::duration seconds(double s) {
 }  // namespace
 
 struct ModelRegistry::Instance {
-  LoadedModel loaded;               // destroyed last: the engine and context point into it
-  std::unique_ptr<Engine> engine;   // destroyed by the loader thread, never by a request
+  LoadedModel loaded;              // destroyed last: the engine and context point into it
+  std::unique_ptr<Engine> engine;  // destroyed by the loader thread, never by a request
   std::unique_ptr<ModelContext> ctx;
 };
 
@@ -188,8 +189,7 @@ std::vector<ModelStatus> ModelRegistry::status() const {
     m.bytes = s.bytes;
     if (s.expires) {
       m.expires_unix =
-          unix_now() +
-          std::chrono::duration_cast<std::chrono::seconds>(*s.expires - now).count();
+          unix_now() + std::chrono::duration_cast<std::chrono::seconds>(*s.expires - now).count();
     }
     out.push_back(m);
   }
@@ -236,7 +236,16 @@ Status ModelRegistry::load_locked(int index, std::unique_lock<std::mutex>& lock)
   log_info("server: loading model {} ({}, about {:.2f} GB with its KV cache)", spec.name, spec.path,
            s.bytes / 1e9);
   Timer t;
-  auto progress = [this, index, &spec, &t](double fraction, const std::string& what) {
+  // Said (in the log and to the waiting streams) when the step changes, at the end, and at most
+  // twice a second in between.
+  std::string last_what;
+  double last_s = -1;
+  auto progress = [this, index, &spec, &t, &last_what, &last_s](double fraction,
+                                                                const std::string& what) {
+    const double secs = t.seconds();
+    if (what == last_what && fraction < 1 && secs - last_s < 0.5) return;
+    last_what = what;
+    last_s = secs;
     std::vector<Progress> fns;
     {
       std::lock_guard<std::mutex> l(core_->mu);
@@ -246,11 +255,11 @@ Status ModelRegistry::load_locked(int index, std::unique_lock<std::mutex>& lock)
         if (w.progress) fns.push_back(w.progress);
       }
     }
-    const double secs = t.seconds();
     log_info("server: loading model {}: {:3.0f}% {} ({:.1f} s)", spec.name, fraction * 100, what,
              secs);
     if (config_.post) {
-      for (Progress& fn : fns) config_.post([fn = std::move(fn), fraction, secs] { fn(fraction, secs); });
+      for (Progress& fn : fns)
+        config_.post([fn = std::move(fn), fraction, secs] { fn(fraction, secs); });
     }
   };
   auto loaded = loader_(spec, progress);
@@ -336,16 +345,18 @@ bool ModelRegistry::work_locked(std::unique_lock<std::mutex>& lock) {
         return true;
       }
       if (!s.waiting_for_room) {
-        log_info("server: model {} waits for memory: {:.2f} GB loaded and in use, {:.2f} GB more "
-                 "would pass --max-memory {:.2f} GB",
-                 specs_[i].name, used / 1e9, s.bytes / 1e9, budget / 1e9);
+        log_info(
+            "server: model {} waits for memory: {:.2f} GB loaded and in use, {:.2f} GB more "
+            "would pass --max-memory {:.2f} GB",
+            specs_[i].name, used / 1e9, s.bytes / 1e9, budget / 1e9);
         s.waiting_for_room = true;
       }
       continue;  // a request on another model must end first
     }
     if (budget > 0 && s.bytes > budget) {
-      log_warn("server: model {} ({:.2f} GB) is larger than --max-memory {:.2f} GB; loading it alone",
-               specs_[i].name, s.bytes / 1e9, budget / 1e9);
+      log_warn(
+          "server: model {} ({:.2f} GB) is larger than --max-memory {:.2f} GB; loading it alone",
+          specs_[i].name, s.bytes / 1e9, budget / 1e9);
     }
     const Status st = load_locked(static_cast<int>(i), lock);
     std::vector<Waiter> waiters = std::move(s.waiters);
@@ -374,7 +385,8 @@ void ModelRegistry::run() {
     if (work_locked(lock)) continue;
     std::optional<Clock::time_point> next;
     for (const Core::Slot& s : core_->slots) {
-      if (s.state == Core::State::kLoaded && s.in_use == 0 && s.expires && (!next || *s.expires < *next))
+      if (s.state == Core::State::kLoaded && s.in_use == 0 && s.expires &&
+          (!next || *s.expires < *next))
         next = s.expires;
     }
     if (next) {

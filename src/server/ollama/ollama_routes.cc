@@ -211,7 +211,7 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
 }
 
 json model_entry(const ModelSpec& spec) {
-  return {{"name", tagged(spec.name)}, {"model", tagged(spec.name)},
+  return {{"name", tagged(spec.name)},    {"model", tagged(spec.name)},
           {"modified_at", now_rfc3339()}, {"size", spec.facts.file_size},
           {"digest", spec.fingerprint},   {"details", details(spec.facts)}};
 }

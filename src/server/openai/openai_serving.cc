@@ -43,10 +43,14 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     created_ = unix_seconds();
   }
 
-  void start() {
+  // streaming: true when the stream was opened already (it showed its model's load).
+  void start(bool streaming = false) {
     Submission sub;
     if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
-      return reply_error(*r_, *e);
+      if (!streaming) return reply_error(*r_, *e);
+      r_->write(sse_data(dump(e->to_json())));
+      r_->write(sse_data("[DONE]"));
+      return r_->end();
     }
     matched_question_ = sub.cache_question;
     if (std::string(sub.cache) != "hit") {
@@ -54,7 +58,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
       registered_ = true;
     }
     if (g_.stream) {
-      r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
+      if (!streaming) r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
       r_->write(sse_comment("queued"));  // headers and a first byte now, whatever the queue
       keep_alive();
     }
@@ -320,13 +324,40 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   GenerationRequest g;
   if (auto e = Parse(*body, ctx.defaults, &g)) return reply_error(*r, *e);
   g.conversation_id = header_value(req, "x-conversation-id");
+  const std::string name = model_field(*body);
+  // A stream for a model that must load first opens now and shows the load's progress, as
+  // llama.cpp's prompt_progress shows a prompt's: chunks with no choices and a load_progress.
+  const bool streaming = g.stream && model_needs_load(ctx, name);
+  ModelRegistry::Progress progress;
+  if (streaming) {
+    r->start_stream(200, "text/event-stream");
+    r->write(sse_comment("loading model"));
+    const int index = ctx.models->find(name);
+    const std::string shown = ctx.models->spec(index).name;
+    const char* object = g.chat ? "chat.completion.chunk" : "text_completion";
+    progress = [r, shown, object](double fraction, double seconds) {
+      const json c = {{"object", object},
+                      {"created", unix_seconds()},
+                      {"model", shown},
+                      {"choices", json::array()},
+                      {"load_progress",
+                       {{"model", shown}, {"progress", fraction}, {"time_ms", seconds * 1000}}}};
+      r->write(sse_data(dump(c)));
+    };
+  }
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   with_model(
-      ctx, model_field(*body),
-      [&ctx, r, job_g](ModelRef m) {
-        std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start();
+      ctx, name,
+      [&ctx, r, job_g, streaming](ModelRef m) {
+        std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start(streaming);
       },
-      [r](const ApiError& e) { reply_error(*r, e); });
+      [r, streaming](const ApiError& e) {
+        if (!streaming) return reply_error(*r, e);
+        r->write(sse_data(dump(e.to_json())));
+        r->write(sse_data("[DONE]"));
+        r->end();
+      },
+      std::move(progress));
 }
 
 }  // namespace
@@ -356,15 +387,16 @@ void add_openai_routes(Router& router, ServerContext& ctx) {
   };
   router.add(http::verb::get, "/v1/models", models);
   // GET /v1/models/{id} (the openai SDK's models.retrieve).
-  router.add_prefix(http::verb::get, "/v1/models/",
-                    [&ctx, model](HttpRequest&& req, std::shared_ptr<Responder> r) {
-                      const std::string id = target_path(req).substr(std::strlen("/v1/models/"));
-                      // Here the name must be the model's own, even with one model.
-                      const int i = ctx.models->find(id);
-                      if (id.empty() || i < 0 || (ctx.models->single() && id != ctx.models->spec(0).name))
-                        return reply_error(*r, ApiError::model_not_found(id));
-                      reply_json(*r, 200, model(i));
-                    });
+  router.add_prefix(
+      http::verb::get, "/v1/models/",
+      [&ctx, model](HttpRequest&& req, std::shared_ptr<Responder> r) {
+        const std::string id = target_path(req).substr(std::strlen("/v1/models/"));
+        // Here the name must be the model's own, even with one model.
+        const int i = ctx.models->find(id);
+        if (id.empty() || i < 0 || (ctx.models->single() && id != ctx.models->spec(0).name))
+          return reply_error(*r, ApiError::model_not_found(id));
+        reply_json(*r, 200, model(i));
+      });
   // "Answer now": ends the thinking of a running chat completion (the id its chunks carry).
   router.add(
       http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
