@@ -366,7 +366,7 @@ bool ModelRegistry::work_locked(std::unique_lock<std::mutex>& lock) {
       refs.push_back(make_ref(core_, static_cast<int>(i), true));
     lock.unlock();
     for (size_t k = 0; k < waiters.size(); ++k) {
-      ModelRef ref = st.is_ok() ? refs[k] : nullptr;
+      ModelRef ref = st.is_ok() ? std::move(refs[k]) : nullptr;  // no second copy here
       const std::string error = st.is_ok() ? "" : st.message();
       config_.post([ready = std::move(waiters[k].ready), ref = std::move(ref), error] {
         ready(ref, error);

@@ -107,6 +107,28 @@ json completion(const std::string& model) {
           {"logprobs", 1}};
 }
 
+TEST(MultiModelServerTest, NamesMatchAliasStemFileAndLatest) {
+  auto spec = [](const std::string& name, const std::string& stem) {
+    ModelSpec s;
+    s.name = name;
+    s.aliases = {stem, stem + ".gguf"};
+    return s;
+  };
+  ModelRegistry two({spec("deepseek-r1:1.5b", "r1-1.5b-q4_k_m"), spec("big", "R1-7B")},
+                    tiny_loader(std::make_shared<Loads>()), {});
+  EXPECT_EQ(two.find("deepseek-r1:1.5b"), 0);
+  EXPECT_EQ(two.find("r1-1.5b-q4_k_m"), 0);
+  EXPECT_EQ(two.find("r1-1.5b-q4_k_m.gguf"), 0);
+  EXPECT_EQ(two.find("big:latest"), 1);
+  EXPECT_EQ(two.find("r1-7b"), 1);  // case is ignored
+  EXPECT_EQ(two.find(""), 0);       // no name: the first model
+  EXPECT_EQ(two.find("deepseek-r1"), -1);
+  EXPECT_EQ(two.find("deepseek-r1:7b"), -1);
+  EXPECT_EQ(two.find("big:q8"), -1);
+  ModelRegistry one({spec("tiny", "tiny-Q8_0")}, tiny_loader(std::make_shared<Loads>()), {});
+  EXPECT_EQ(one.find("gpt-4o"), 0);  // one model answers to any name, as before
+}
+
 TEST(MultiModelServerTest, RoutesByNameAliasAndFileStem) {
   Two t;
   const Reply a = post(t.port, "/v1/completions", completion("r1-small"));
@@ -136,6 +158,22 @@ TEST(MultiModelServerTest, RoutesByNameAliasAndFileStem) {
                         {"options", {{"num_predict", 3}}}});
   ASSERT_EQ(o.status, 200) << o.body;
   EXPECT_EQ(o.j()["model"], "deepseek-r1:7b");
+}
+
+TEST(MultiModelServerTest, TheResponseCacheKeepsModelsApart) {
+  ServerConfig c;  // the response cache on, in memory
+  c.port = 0;
+  Server server(c, std::vector<ModelSpec>{tiny_spec("Q8_0", "a"), tiny_spec("Q4_K_M", "b")},
+                tiny_loader(std::make_shared<Loads>()));
+  ASSERT_TRUE(server.start().is_ok());
+  const Reply a = post(server.port(), "/v1/completions", completion("a"));
+  const Reply b = post(server.port(), "/v1/completions", completion("b"));
+  const Reply a2 = post(server.port(), "/v1/completions", completion("a"));
+  EXPECT_EQ(a.headers.at("X-Ponder-Cache"), "miss");
+  EXPECT_EQ(b.headers.at("X-Ponder-Cache"), "miss");  // the same request, another model
+  EXPECT_EQ(a2.headers.at("X-Ponder-Cache"), "hit");
+  EXPECT_EQ(b.j()["model"], "b");
+  EXPECT_EQ(a2.j()["choices"][0]["text"], a.j()["choices"][0]["text"]);
 }
 
 TEST(MultiModelServerTest, UnknownModelIsA404InEachApisShape) {

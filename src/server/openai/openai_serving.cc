@@ -317,6 +317,17 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   std::string error_;
 };
 
+// A comment line every keepalive_s while a stream waits for its model to load (between the
+// progress chunks, which a long step of the load may space out), until *waiting is false.
+void keep_alive_while_loading(ServerContext& ctx, std::shared_ptr<Responder> r,
+                              std::shared_ptr<bool> waiting) {
+  ctx.after(ctx.keepalive_s, [&ctx, r, waiting] {
+    if (!*waiting) return;
+    r->write(sse_comment("loading model"));
+    keep_alive_while_loading(ctx, r, waiting);
+  });
+}
+
 template <auto Parse>
 void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) {
   auto body = parse_json_body(req, *r);
@@ -329,9 +340,11 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   // llama.cpp's prompt_progress shows a prompt's: chunks with no choices and a load_progress.
   const bool streaming = g.stream && model_needs_load(ctx, name);
   ModelRegistry::Progress progress;
+  auto waiting = std::make_shared<bool>(streaming);
   if (streaming) {
     r->start_stream(200, "text/event-stream");
     r->write(sse_comment("loading model"));
+    keep_alive_while_loading(ctx, r, waiting);
     const int index = ctx.models->find(name);
     const std::string shown = ctx.models->spec(index).name;
     const char* object = g.chat ? "chat.completion.chunk" : "text_completion";
@@ -348,10 +361,12 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   with_model(
       ctx, name,
-      [&ctx, r, job_g, streaming](ModelRef m) {
+      [&ctx, r, job_g, streaming, waiting](ModelRef m) {
+        *waiting = false;
         std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start(streaming);
       },
-      [r, streaming](const ApiError& e) {
+      [r, streaming, waiting](const ApiError& e) {
+        *waiting = false;
         if (!streaming) return reply_error(*r, e);
         r->write(sse_data(dump(e.to_json())));
         r->write(sse_data("[DONE]"));
