@@ -348,12 +348,12 @@ int run_serve(int argc, char** argv) {
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;
 
-  // Loads one model (on the registry's loader thread; before the start with one model). The last
-  // session opened is kept for the start's log line.
+  // Loads one model (on the registry's loader thread; before the start with one model). With one
+  // model its session is kept for the start's log line.
   std::mutex last_mu;
   std::shared_ptr<ModelSession> last;
   server::ModelLoader loader =
-      [&flags, parallel, queue, &last_mu, &last](
+      [&flags, parallel, queue, single, &last_mu, &last](
           const server::ModelSpec& spec,
           const server::LoadProgress& progress) -> Expected<server::LoadedModel> {
     PONDER_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> opened,
@@ -371,10 +371,11 @@ int run_serve(int argc, char** argv) {
     l.engine = flags.engine_config(s->model->config());
     l.engine.max_running = parallel;
     l.engine.max_queue = queue;
-    l.bytes = spec.bytes + s->model->x16_copy_bytes();
     l.load_s = s->load_s;
-    std::lock_guard<std::mutex> lock(last_mu);
-    last = s;
+    if (single) {  // kept for the start's line; with several, it would keep an unloaded model
+      std::lock_guard<std::mutex> lock(last_mu);
+      last = s;
+    }
     return l;
   };
   // Signals are taken by sigwait below, on this thread only.

@@ -8,6 +8,10 @@
 #include "base/log.h"
 #include "base/timer.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace ponder::server {
 
 namespace {
@@ -305,6 +309,11 @@ void ModelRegistry::unload_locked(int index, std::unique_lock<std::mutex>& lock,
   lock.unlock();
   inst->engine.reset();  // nothing runs on it: no ref is alive
   inst.reset();
+#ifdef __GLIBC__
+  // What the model freed below malloc's mmap threshold stays in malloc's heap, resident: give it
+  // back (about 50 MB after the 1.5B Q4_K_M).
+  malloc_trim(0);
+#endif
   log_info("server: unloaded model {} ({})", specs_[static_cast<size_t>(index)].name, why);
   lock.lock();
   s.state = Core::State::kUnloaded;
