@@ -50,7 +50,7 @@ std::string default_cache_dir() {
   return "";
 }
 
-// What the machine can give the models: MemAvailable at start (0 when unknown: no bound).
+// What the machine can give: MemAvailable at start (0 when unknown: no bound).
 int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   std::string line;
@@ -187,7 +187,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-memory", max_memory,
                  "several models: the memory the loaded ones may take (estimated as file size + KV "
                  "cache), e.g. 24G; the least recently used idle model is unloaded to make room "
-                 "(auto: the memory available at start; 0: no bound)")
+                 "(auto: 90% of the memory available at start; 0: no bound)")
       ->capture_default_str();
   app.add_option(
          "--keep-alive", keep_alive,
@@ -322,7 +322,7 @@ int run_serve(int argc, char** argv) {
   if (!specs.has_value()) return fail("serve", specs.status().message());
   const bool single = specs->size() == 1;
   if (max_memory == "auto") {
-    config.max_memory = available_memory();
+    config.max_memory = available_memory() / 10 * 9;  // the estimate runs ~10% under RSS
   } else if (auto bytes = parse_size(max_memory)) {
     config.max_memory = *bytes;
   } else {
