@@ -158,6 +158,7 @@ TEST(MultiModelServerTest, RoutesByNameAliasAndFileStem) {
                         {"options", {{"num_predict", 3}}}});
   ASSERT_EQ(o.status, 200) << o.body;
   EXPECT_EQ(o.j()["model"], "deepseek-r1:7b");
+  EXPECT_EQ(o.j()["load_duration"], 0);  // loaded already
 }
 
 TEST(MultiModelServerTest, TheResponseCacheKeepsModelsApart) {
@@ -258,6 +259,7 @@ TEST(MultiModelServerTest, OllamaKeepAliveZeroUnloads) {
                         {"keep_alive", 0},
                         {"options", {{"num_predict", 3}}}});
   ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(r.j()["load_duration"].get<int64_t>(), 0);  // this request waited for the load
   EXPECT_TRUE(t.wait_loaded({}));
   // The load idiom, then the unload idiom.
   ASSERT_EQ(post(t.port, "/api/chat", {{"model", "deepseek-r1:7b"}, {"keep_alive", "5m"}}).status,

@@ -59,9 +59,10 @@ void model_error(Responder& r, const std::string& name, const ApiError& e) {
 class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
  public:
   OllamaJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g,
-            bool chat_shape, bool show_thinking)
+            bool chat_shape, bool show_thinking, double load_s)
       : ctx_(ctx),
         m_(std::move(m)),
+        load_s_(load_s),
         r_(std::move(r)),
         g_(std::move(g)),
         chat_shape_(chat_shape),
@@ -142,8 +143,8 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
       }
     }
     last["done_reason"] = s.finish_reason == "stop" ? "stop" : "length";
-    last["total_duration"] = ns(s.queue_s + s.prompt_s + s.gen_s);
-    last["load_duration"] = 0;
+    last["total_duration"] = ns(load_s_ + s.queue_s + s.prompt_s + s.gen_s);
+    last["load_duration"] = ns(load_s_);
     last["prompt_eval_count"] = s.n_prompt;
     last["prompt_eval_duration"] = ns(s.prompt_s);
     last["eval_count"] = s.n_gen;
@@ -155,7 +156,8 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
 
  private:
   ServerContext& ctx_;
-  ModelRef m_;  // the request's model, loaded while the job lives
+  ModelRef m_;     // the request's model, loaded while the job lives
+  double load_s_;  // the time this request waited for its model to load (Ollama's load_duration)
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;
   bool chat_shape_;
@@ -199,12 +201,17 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
   g.split_reasoning = true;
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   const bool load_only = x.load_only, show_thinking = x.show_thinking;
+  const auto asked = std::chrono::steady_clock::now();
+  const bool loads = model_needs_load(ctx, name);
   with_model(
       ctx, name,
-      [&ctx, r, job_g, chat_shape, show_thinking, load_only, load_reply](ModelRef m) {
+      [&ctx, r, job_g, chat_shape, show_thinking, load_only, load_reply, asked, loads](ModelRef m) {
         if (load_only) return reply_json(*r, 200, load_reply(m->model_name));
+        const double load_s =
+            loads ? std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count()
+                  : 0;
         std::make_shared<OllamaJob>(ctx, std::move(m), r, std::move(*job_g), chat_shape,
-                                    show_thinking)
+                                    show_thinking, load_s)
             ->start();
       },
       [r, name](const ApiError& e) { model_error(*r, name, e); });
