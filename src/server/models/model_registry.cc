@@ -236,9 +236,10 @@ Status ModelRegistry::load_locked(int index, std::unique_lock<std::mutex>& lock)
   s.progress = 0;
   s.load_start = Clock::now();
   s.waiting_for_room = false;
+  const int64_t estimate = s.bytes;
   lock.unlock();
   log_info("server: loading model {} ({}, about {:.2f} GB with its KV cache)", spec.name, spec.path,
-           s.bytes / 1e9);
+           estimate / 1e9);
   Timer t;
   // Said (in the log and to the waiting streams) when the step changes, at the end, and at most
   // twice a second in between.

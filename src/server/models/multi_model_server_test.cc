@@ -177,6 +177,25 @@ TEST(MultiModelServerTest, TheResponseCacheKeepsModelsApart) {
   EXPECT_EQ(a2.j()["choices"][0]["text"], a.j()["choices"][0]["text"]);
 }
 
+TEST(MultiModelServerTest, AModelThatFailsToLoadIsA500AndTheOthersServe) {
+  ModelSpec broken = tiny_spec("Q8_0", "broken");
+  broken.path = "/nonexistent/broken.gguf";
+  broken.aliases.clear();
+  ServerConfig c = uncached();
+  c.port = 0;
+  Server server(c, std::vector<ModelSpec>{broken, tiny_spec("Q4_K_M", "good")},
+                tiny_loader(std::make_shared<Loads>()));
+  ASSERT_TRUE(server.start().is_ok());
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the next request tries again
+    const Reply r = post(server.port(), "/v1/completions", completion("broken"));
+    EXPECT_EQ(r.status, 500);
+    EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("could not be loaded"),
+              std::string::npos)
+        << r.body;
+  }
+  EXPECT_EQ(post(server.port(), "/v1/completions", completion("good")).status, 200);
+}
+
 TEST(MultiModelServerTest, UnknownModelIsA404InEachApisShape) {
   Two t;
   const json messages = {{{"role", "user"}, {"content", "hi"}}};
