@@ -335,6 +335,10 @@ bool ModelRegistry::work_locked(std::unique_lock<std::mutex>& lock) {
   // A model asked for: room first (the least recently used idle model goes), then the load.
   for (size_t i = 0; i < slots.size(); ++i) {
     Core::Slot& s = slots[i];
+    if (s.state == Core::State::kLoaded && !s.waiters.empty()) {  // asked for while load_now ran
+      serve_waiters_locked(static_cast<int>(i), Status::ok(), lock);
+      return true;
+    }
     if (s.state != Core::State::kUnloaded || s.waiters.empty()) continue;
     int64_t used = 0;
     bool others_loaded = false;
@@ -369,24 +373,28 @@ bool ModelRegistry::work_locked(std::unique_lock<std::mutex>& lock) {
           specs_[i].name, s.bytes / 1e9, budget / 1e9);
     }
     const Status st = load_locked(static_cast<int>(i), lock);
-    std::vector<Waiter> waiters = std::move(s.waiters);
-    s.waiters.clear();
-    std::vector<ModelRef> refs;
-    for (size_t k = 0; k < waiters.size() && st.is_ok(); ++k)
-      refs.push_back(make_ref(core_, static_cast<int>(i), true));
-    lock.unlock();
-    for (size_t k = 0; k < waiters.size(); ++k) {
-      ModelRef ref = st.is_ok() ? std::move(refs[k]) : nullptr;  // no second copy here
-      const std::string error = st.is_ok() ? "" : st.message();
-      config_.post([ready = std::move(waiters[k].ready), ref = std::move(ref), error] {
-        ready(ref, error);
-      });
-    }
-    refs.clear();
-    lock.lock();
+    serve_waiters_locked(static_cast<int>(i), st, lock);
     return true;
   }
   return false;
+}
+
+void ModelRegistry::serve_waiters_locked(int index, const Status& st,
+                                         std::unique_lock<std::mutex>& lock) {
+  Core::Slot& s = core_->slots[static_cast<size_t>(index)];
+  std::vector<Waiter> waiters = std::move(s.waiters);
+  s.waiters.clear();
+  std::vector<ModelRef> refs;
+  for (size_t k = 0; k < waiters.size() && st.is_ok(); ++k)
+    refs.push_back(make_ref(core_, index, true));
+  lock.unlock();
+  for (size_t k = 0; k < waiters.size(); ++k) {
+    ModelRef ref = st.is_ok() ? std::move(refs[k]) : nullptr;  // no second copy here
+    const std::string error = st.is_ok() ? "" : st.message();
+    config_.post(
+        [ready = std::move(waiters[k].ready), ref = std::move(ref), error] { ready(ref, error); });
+  }
+  lock.lock();
 }
 
 void ModelRegistry::run() {

@@ -115,6 +115,9 @@ class ModelRegistry {
   Status load_locked(int index, std::unique_lock<std::mutex>& lock);
   // With the lock held, the model loaded and unused: unloads it, the lock released meanwhile.
   void unload_locked(int index, std::unique_lock<std::mutex>& lock, const char* why);
+  // With the lock held: gives the model (or the load's error) to everyone waiting for it, on the
+  // I/O thread; the lock released meanwhile.
+  void serve_waiters_locked(int index, const Status& st, std::unique_lock<std::mutex>& lock);
   // With the lock held: one step of the loader thread's work (unload an expired model, make room,
   // load a model asked for); false when there is nothing to do now.
   bool work_locked(std::unique_lock<std::mutex>& lock);
