@@ -290,7 +290,7 @@ std::optional<GenerationRequest> parse(ServerContext& ctx, const HttpRequest& re
 // The request's model, loaded, then `then`; an unknown one is Anthropic's not_found_error.
 void run_with_model(ServerContext& ctx, const std::string& name, std::shared_ptr<Responder> r,
                     std::function<void(ModelRef)> then) {
-  with_model(ctx, name, std::move(then), [r, name](const ApiError& e) {
+  with_model(ctx, name, r, std::move(then), [r, name](const ApiError& e) {
     ApiError a = e;
     if (e.code == "model_not_found") a.message = "model: " + name;  // Anthropic's words
     anthropic_error(*r, a);

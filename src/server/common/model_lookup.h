@@ -20,9 +20,10 @@ std::string model_field(const nlohmann::json& body);
 
 // Runs then(model) on the I/O thread once the named model is loaded (at once if it is), or
 // fail(error): 404 model_not_found for a name no model answers to, 503 when the server stops,
-// 500 when the model failed to load. on_progress is called while it loads.
-void with_model(ServerContext& ctx, const std::string& name, std::function<void(ModelRef)> then,
-                std::function<void(const ApiError&)> fail,
+// 500 when the model failed to load. on_progress is called while it loads. A client that goes
+// away while its model loads gets fail(499) once it is loaded, and nothing is submitted for it.
+void with_model(ServerContext& ctx, const std::string& name, const std::shared_ptr<Responder>& r,
+                std::function<void(ModelRef)> then, std::function<void(const ApiError&)> fail,
                 ModelRegistry::Progress on_progress = {});
 
 // True when the named model is known and must be loaded first (a stream may show progress).

@@ -134,7 +134,7 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
   g.conversation_id = header_value(req, "x-conversation-id");
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   with_model(
-      ctx, model_field(b),
+      ctx, model_field(b), r,
       [&ctx, r, job_g](ModelRef m) {
         std::make_shared<LlamaCompletionJob>(ctx, std::move(m), r, std::move(*job_g))->start();
       },

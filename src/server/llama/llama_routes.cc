@@ -257,14 +257,14 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
       if (!body) return;
       auto b = std::make_shared<json>(std::move(*body));
       with_model(
-          ctx, model_field(*b), [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
+          ctx, model_field(*b), r, [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
           [r](const ApiError& e) { reply_error(*r, e); });
     });
   }
   // /props?model=NAME (default: the first model), loading it if needed.
   router.add(http::verb::get, "/props", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
     with_model(
-        ctx, query_param(q, "model"), [&ctx, r](ModelRef m) { props(ctx, *m, *r); },
+        ctx, query_param(q, "model"), r, [&ctx, r](ModelRef m) { props(ctx, *m, *r); },
         [r](const ApiError& e) { reply_error(*r, e); });
   });
   router.add(http::verb::get, "/metrics",

@@ -321,6 +321,32 @@ TEST(MultiModelServerTest, RequestsForALoadingModelWaitAndSucceed) {
   EXPECT_EQ(json::parse(events[events.size() - 2])["model"], "r1-small");
 }
 
+TEST(MultiModelServerTest, AClientThatLeavesWhileItsModelLoadsSubmitsNothing) {
+  Two t;
+  t.loads->delay_s = 0.3;
+  for (const bool stream : {false, true}) {
+    json body = completion("r1-small");
+    body["stream"] = stream;
+    {
+      net::io_context ioc;
+      tcp::socket s(ioc);
+      s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), t.port));
+      http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.body() = body.dump();
+      req.prepare_payload();
+      http::write(s, req);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }  // gone, while the model loads
+    ASSERT_TRUE(t.wait_loaded({"r1-small:latest"}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(t.server->models().peek(0)->engine.metrics().total.requests, 0) << stream;
+    t.server->models().set_keep_alive(0, 0);  // unloaded again for the streamed round
+    ASSERT_TRUE(t.wait_loaded({}));
+    t.server->models().set_keep_alive(0, -1);
+  }
+}
+
 TEST(MultiModelServerTest, AModelInUseIsNeverUnloaded) {
   Two t(15 << 20);
   ASSERT_EQ(post(t.port, "/v1/completions", completion("r1-small")).status, 200);

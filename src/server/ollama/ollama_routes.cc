@@ -204,7 +204,7 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
   const auto asked = std::chrono::steady_clock::now();
   const bool loads = model_needs_load(ctx, name);
   with_model(
-      ctx, name,
+      ctx, name, r,
       [&ctx, r, job_g, chat_shape, show_thinking, load_only, load_reply, asked, loads](ModelRef m) {
         if (load_only) return reply_json(*r, 200, load_reply(m->model_name));
         const double load_s =

@@ -360,7 +360,7 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   }
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   with_model(
-      ctx, name,
+      ctx, name, r,
       [&ctx, r, job_g, streaming, waiting](ModelRef m) {
         *waiting = false;
         std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start(streaming);

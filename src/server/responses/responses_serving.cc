@@ -250,7 +250,7 @@ void create(ServerContext& ctx, const std::shared_ptr<ResponseStore>& store, Htt
   parsed.g.conversation_id = header_value(req, "x-conversation-id");
   auto job_req = std::make_shared<ResponsesRequest>(std::move(parsed));
   with_model(
-      ctx, model_field(*body),
+      ctx, model_field(*body), r,
       [&ctx, store, r, job_req, previous](ModelRef m) {
         std::make_shared<ResponsesJob>(ctx, std::move(m), store, r, std::move(*job_req), previous)
             ->start();
