@@ -184,6 +184,73 @@ def body_cases():
     yield "completion asking past the context", "/v1/completions", json.dumps({"prompt": "hi", "max_tokens": 10 ** 6}).encode()
 
 
+def several_models(build):
+    """Bad input of a server offering two models: an unknown `model` on every route that runs one
+    must be a 404 in that API's shape, keep_alive garbage a 400, and bad serve flags a clear exit.
+    Returns (count, failures)."""
+    ponder = os.path.join(ROOT, build, "ponder")
+    models = os.path.join(ROOT, "..", "shared", "models")
+    failures, n = [], 0
+    for name, args, expect in (
+            ("--max-memory lots", ["--max-memory", "lots"], "--max-memory"),
+            ("--keep-alive soon", ["--keep-alive", "soon"], "--keep-alive"),
+            ("two --alias for one -m", ["--alias", "a", "--alias", "b"], "--alias"),
+            ("--models-dir of no models", ["--models-dir", tempfile.mkdtemp()], "no .gguf"),
+            ("two models of one name", ["-m", os.path.join(models, "tiny-Q8_0.gguf")], "named")):
+        n += 1
+        r = subprocess.run([ponder, "serve", "-m", os.path.join(models, "tiny-Q8_0.gguf"), "--port", "0"] + args,
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode == 0 or expect not in r.stderr:
+            failures.append(f"serve {name}: exit {r.returncode}, {r.stderr[-200:]!r}")
+    port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="ponder-bad-models-", suffix=".log", delete=False)
+    srv = subprocess.Popen([ponder, "serve", "-m", os.path.join(models, "tiny-Q8_0.gguf"), "--alias", "deepseek-r1:1.5b",
+                            "-m", os.path.join(models, "tiny-Q4_K_M.gguf"), "--port", str(port), "--api-key", KEY, "-c", "512",
+                            "--no-response-cache"], stdout=log, stderr=log)
+    hi = [{"role": "user", "content": "hi"}]
+    try:
+        wait_until(lambda: send(port, "GET", "/health", timeout=2)[0] == 200, 30, "ponder serve with two models")
+        for path, body, shape in (
+                ("/v1/chat/completions", {"messages": hi}, "openai"), ("/v1/completions", {"prompt": "x"}, "openai"),
+                ("/v1/responses", {"input": "x"}, "openai"), ("/completion", {"prompt": "x"}, "openai"),
+                ("/tokenize", {"content": "x"}, "openai"), ("/detokenize", {"tokens": [1]}, "openai"),
+                ("/api/chat", {"messages": hi}, "ollama"), ("/api/generate", {"prompt": "x"}, "ollama"),
+                ("/api/show", {}, "ollama"), ("/v1/messages", {"max_tokens": 4, "messages": hi}, "anthropic"),
+                ("/v1/messages/count_tokens", {"messages": hi}, "anthropic")):
+            for model in ("nope", "deepseek-r1:7b", "tiny-Q8_0x", "tiny"):
+                n += 1
+                status, reply = send(port, "POST", path, json.dumps(dict(body, model=model)).encode())
+                try:
+                    j = json.loads(reply)
+                    ok = status == 404 and {
+                        "openai": lambda: j["error"]["code"] == "model_not_found",
+                        "ollama": lambda: j == {"error": f"model '{model}' not found"},
+                        "anthropic": lambda: j["type"] == "error" and j["error"]["type"] == "not_found_error"}[shape]()
+                except (ValueError, KeyError, TypeError):
+                    ok = False
+                if not ok:
+                    failures.append(f"{path} for model {model!r}: status {status}, body {reply[:120]!r}")
+        n += 1
+        status, reply = send(port, "GET", "/v1/models/nope")
+        if status != 404:
+            failures.append(f"GET /v1/models/nope: {status}")
+        for value in ("soon", [], {}, "5 m", "m5", True):
+            n += 1
+            status, reply = send(port, "POST", "/api/generate", json.dumps({"model": "deepseek-r1:1.5b", "keep_alive": value}).encode())
+            if status != 400 or not isinstance(json.loads(reply).get("error"), str):
+                failures.append(f"keep_alive {value!r}: status {status}, body {reply[:120]!r}")
+        loaded = json.loads(send(port, "GET", "/api/ps")[1])["models"]
+        if loaded:
+            failures.append(f"bad requests loaded models: {loaded}")
+    finally:
+        srv.terminate()
+        if srv.wait(30) != 0:
+            failures.append(f"ponder serve with two models exited {srv.returncode}")
+    if not failures:
+        os.unlink(log.name)
+    return n, failures
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     port = free_port()
@@ -261,6 +328,9 @@ def main():
     finally:
         srv.terminate()
         rc = srv.wait(30)
+    several_n, several_failures = several_models(build)
+    n += several_n
+    failures += several_failures
     print(f"test_bad_requests: {n} bad requests, {len(failures)} answered wrongly; ponder serve exited {rc}")
     for f in failures[:40]:
         print("  FAIL " + f)

@@ -70,7 +70,8 @@ def main():
     for what, args, named in cases:
         r = subprocess.run([ponder, "serve", "--port", "0"] + args if "--port" not in args else [ponder, "serve"] + args,
                            capture_output=True, text=True, timeout=30, cwd=tmp)
-        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        # Progress lines of the model's load ("[info] ...") come before a refusal found after it.
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("[info]")]
         cores = [f for f in os.listdir(tmp) if f.startswith("core")]
         check(r.returncode not in (0, -6, -11) and r.returncode > 0 and named in r.stderr and len(lines) <= 3 and not cores,
               f"{what}: exit {r.returncode}, '{lines[-1] if lines else ''}'")

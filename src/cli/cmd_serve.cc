@@ -1,6 +1,8 @@
-// ponder serve -m M.gguf: the HTTP server (OpenAI and llama.cpp APIs) on one loaded model. Stops
-// on SIGINT / SIGTERM by draining: health fails at once, new generations are refused, running
-// ones get --drain-timeout seconds to finish, then are cancelled.
+// ponder serve -m M.gguf: the HTTP server (OpenAI, llama.cpp, Ollama and Anthropic APIs) on one
+// loaded model, or on several (-m A -m B, --models-dir DIR) loaded on first use and unloaded by
+// recency under --max-memory and by keep_alive (server/models/model_registry.h). Stops on SIGINT /
+// SIGTERM by draining: health fails at once, new generations are refused, running ones get
+// --drain-timeout seconds to finish, then are cancelled.
 #include <fmt/core.h>
 #include <sys/resource.h>
 
@@ -8,8 +10,12 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +24,8 @@
 #include "cli/generation_flags.h"
 #include "cli/model_session.h"
 #include "gguf/model_fingerprint.h"
+#include "model/qwen2_config.h"
+#include "server/ollama/ollama_protocol.h"
 #include "server/server.h"
 
 namespace ponder::cli {
@@ -42,13 +50,104 @@ std::string default_cache_dir() {
   return "";
 }
 
+// What the machine can give: MemAvailable at start (0 when unknown: no bound).
+int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return int64_t{kib} << 10;
+  }
+  return 0;
+}
+
+// "24G", "512M", "1.5GiB", "0": bytes (binary units); nullopt when it is not one.
+std::optional<int64_t> parse_size(const std::string& text) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  if (unit.size() == 2 && unit[1] == 'B') unit.resize(1);
+  double scale = 0;
+  if (unit.empty() && v == 0) scale = 1;
+  if (unit == "K") scale = 1 << 10;
+  if (unit == "M") scale = 1 << 20;
+  if (unit == "G") scale = double(1ll << 30);
+  if (unit == "T") scale = double(1ll << 40);
+  if (scale == 0 || !(v >= 0)) return std::nullopt;
+  return static_cast<int64_t>(v * scale);
+}
+
+// The models offered: -m files (named by --alias in order, else their stem) and every .gguf of
+// --models-dir; each read for its facts, fingerprint and memory estimate (file + KV cache).
+Expected<std::vector<server::ModelSpec>> model_specs(const std::vector<std::string>& paths_given,
+                                                     const std::vector<std::string>& aliases,
+                                                     const std::string& models_dir,
+                                                     const GenerationFlags& flags) {
+  std::vector<std::string> paths = paths_given;
+  if (!models_dir.empty()) {
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(models_dir, ec)) {
+      if (e.is_regular_file() && e.path().extension() == ".gguf")
+        found.push_back(e.path().string());
+    }
+    if (ec) return Status::errorf("--models-dir {}: {}", models_dir, ec.message());
+    if (found.empty()) return Status::errorf("--models-dir {} holds no .gguf file", models_dir);
+    std::sort(found.begin(), found.end());
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
+  if (paths.empty())
+    return Status::error("give a model: -m MODEL.gguf (repeatable) or --models-dir DIR");
+  if (aliases.size() > paths_given.size()) {
+    return Status::errorf(
+        "--alias is given {} times for {} -m model(s): each names the -m in its place",
+        aliases.size(), paths_given.size());
+  }
+  std::vector<server::ModelSpec> specs;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    server::ModelSpec spec;
+    spec.path = paths[i];
+    std::string file = paths[i].substr(paths[i].find_last_of('/') + 1);
+    std::string stem = file.ends_with(".gguf") ? file.substr(0, file.size() - 5) : file;
+    spec.name = i < aliases.size() && !aliases[i].empty() ? aliases[i] : stem;
+    spec.aliases = {stem, file};
+    PONDER_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(spec.path));
+    auto config = Qwen2Config::from_gguf(gguf);
+    if (!config.has_value()) return config.status().with_context(spec.path);
+    const EngineConfig engine = flags.engine_config(*config);
+    const int64_t kv_bytes = int64_t{engine.kv_positions} * config->n_layer * config->n_head_kv *
+                             flags.kv_types.row_bytes(config->head_dim);
+    spec.bytes = static_cast<int64_t>(gguf.file_size()) + kv_bytes;
+    spec.facts = server::read_model_facts(gguf);
+    spec.fingerprint = model_fingerprint(gguf);
+    for (const server::ModelSpec& other : specs) {
+      for (const std::string& n : std::vector<std::string>{other.name, other.aliases[0]}) {
+        if (n == spec.name) {
+          return Status::errorf("two models are named '{}' ({} and {}): give --alias", n,
+                                other.path, spec.path);
+        }
+      }
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
 }
 
 int run_serve(int argc, char** argv) {
   CLI::App app{
-      "Serve the model over HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
+      "Serve one model, or several chosen by a request's \"model\" (-m A -m B, --models-dir), over "
+      "HTTP on one port: OpenAI (/v1/chat/completions, /v1/completions, "
       "/v1/models, "
       "/v1/answer_now, /v1/responses), llama.cpp (/health, /completion, /tokenize, /detokenize, "
       "/props, /slots, /metrics), "
@@ -73,8 +172,29 @@ int run_serve(int argc, char** argv) {
   app.add_flag("--insecure", insecure, "allow a non-loopback --host without an API key");
   app.add_option("--cors-origin", config.access.cors_origins,
                  "an origin allowed to call from a browser (repeatable; default none)");
-  app.add_option("--alias", config.model_name,
-                 "the model's name in the API (default: the file name)");
+  // serve takes several models: -m repeatable, and a name for each.
+  std::vector<std::string> model_paths, aliases;
+  std::string models_dir, max_memory = "auto", keep_alive = "-1";
+  app.remove_option(app.get_option("--model"));
+  app.add_option("-m,--model", model_paths,
+                 "GGUF model file; repeatable: several models, each loaded on first use and chosen "
+                 "by a request's \"model\"");
+  app.add_option("--alias", aliases,
+                 "the model's name in the API, such as deepseek-r1:7b (default: the file's stem, "
+                 "which always answers too); repeatable: the Nth --alias names the Nth -m");
+  app.add_option("--models-dir", models_dir,
+                 "offer every .gguf file of this directory too, named by its stem");
+  app.add_option("--max-memory", max_memory,
+                 "several models: the memory the loaded ones may take (estimated as file size + KV "
+                 "cache), e.g. 24G; the least recently used idle model is unloaded to make room "
+                 "(auto: 90% of the memory available at start; 0: no bound)")
+      ->capture_default_str();
+  app.add_option(
+         "--keep-alive", keep_alive,
+         "several models: how long an idle model stays loaded, in seconds or as a duration "
+         "(5m, 1h); -1: until memory is needed. A request's keep_alive (Ollama) sets it for "
+         "its model; 0 unloads it once idle")
+      ->capture_default_str();
   app.add_option(
          "--parallel", parallel,
          "most requests decoding at once; unlike llama-server's slots the context is never split "
@@ -159,6 +279,8 @@ int run_serve(int argc, char** argv) {
   for (std::string& a : args) arg_ptrs.push_back(a.data());
   CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   if (Status st = flags.validate(); !st.is_ok()) return fail("serve", st.message());
+  if (model_paths.empty() && models_dir.empty())
+    return fail("serve", "give a model: -m MODEL.gguf (repeatable) or --models-dir DIR");
   if (!api_key_file.empty()) {
     std::ifstream in(api_key_file);
     if (!in || !std::getline(in, config.access.api_key) || config.access.api_key.empty()) {
@@ -196,19 +318,26 @@ int run_serve(int argc, char** argv) {
     config.redis = redis;
   }
 
-  auto session = ModelSession::open(flags.model_path, flags.x16_cache_options());
-  if (!session.has_value()) return fail("serve", session.status().message());
-  ModelSession& s = **session;
-  if (Status st = flags.kv_types.apply(*s.model, flags.flash_attn); !st.is_ok())
-    return fail("serve", st.message());
-  flags.apply_to_process(s);
-  auto tmpl = s.chat_template(flags.template_name);
-  if (!tmpl.has_value()) return fail("serve", tmpl.status().message());
-
-  if (config.model_name == "ponder" || config.model_name.empty()) {
-    std::string name = flags.model_path.substr(flags.model_path.find_last_of('/') + 1);
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") name.resize(name.size() - 5);
-    config.model_name = name;
+  auto specs = model_specs(model_paths, aliases, models_dir, flags);
+  if (!specs.has_value()) return fail("serve", specs.status().message());
+  const bool single = specs->size() == 1;
+  if (max_memory == "auto") {
+    config.max_memory = available_memory() / 10 * 9;  // the estimate runs ~10% under RSS
+  } else if (auto bytes = parse_size(max_memory)) {
+    config.max_memory = *bytes;
+  } else {
+    return fail("serve", "--max-memory '" + max_memory + "': expected a size such as 24G or 512M");
+  }
+  {
+    const nlohmann::json v = keep_alive.find_first_not_of("+-0123456789.") == std::string::npos
+                                 ? nlohmann::json(std::atof(keep_alive.c_str()))
+                                 : nlohmann::json(keep_alive);
+    const auto seconds = server::parse_keep_alive(v);
+    if (!seconds) {
+      return fail("serve",
+                  "--keep-alive '" + keep_alive + "': expected seconds or a duration such as 5m");
+    }
+    config.keep_alive_s = *seconds;
   }
   config.hosts = {host};
   config.response_cache = !no_cache;
@@ -216,17 +345,47 @@ int run_serve(int argc, char** argv) {
   config.cache_match = cache_match == "similar"      ? server::CacheMatch::kSimilar
                        : cache_match == "normalized" ? server::CacheMatch::kNormalized
                                                      : server::CacheMatch::kExact;
-  config.fingerprint = model_fingerprint(s.file);
-  config.model = server::read_model_facts(s.file);
   config.defaults.sampling = flags.gen.sampling;
   config.defaults.max_tokens = flags.gen.max_tokens;
-  config.engine = flags.engine_config(s.model->config());
-  std::unique_ptr<ModelSession> draft;
-  if (Status st = flags.attach_draft(s, &config.engine, &draft); !st.is_ok())
-    return fail("serve", st.message());
-  config.engine.max_running = parallel;
-  config.engine.max_queue = queue;
 
+  // Loads one model (on the registry's loader thread; before the start with one model). With one
+  // model its session is kept for the start's log line.
+  std::mutex last_mu;
+  std::shared_ptr<ModelSession> last;
+  server::ModelLoader loader =
+      [&flags, parallel, queue, single, &last_mu, &last](
+          const server::ModelSpec& spec,
+          const server::LoadProgress& progress) -> Expected<server::LoadedModel> {
+    PONDER_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> opened,
+                            ModelSession::open(spec.path, flags.x16_cache_options(), progress));
+    std::shared_ptr<ModelSession> s = std::move(opened);
+    PONDER_RETURN_IF_ERROR(flags.kv_types.apply(*s->model, flags.flash_attn));
+    flags.apply_to_process(*s);
+    auto tmpl = s->chat_template(flags.template_name);
+    if (!tmpl.has_value()) return tmpl.status().with_context(spec.path);
+    server::LoadedModel l;
+    // The model's session, and its draft model's (--draft: each target has its own).
+    struct Sessions {
+      std::shared_ptr<ModelSession> target;
+      std::unique_ptr<ModelSession> draft;
+    };
+    auto sessions = std::make_shared<Sessions>();
+    sessions->target = s;
+    l.model = s->model.get();
+    l.tokenizer = &s->tokenizer;
+    l.chat_template = std::make_shared<const text::ChatTemplate>(std::move(*tmpl));
+    l.engine = flags.engine_config(s->model->config());
+    l.engine.max_running = parallel;
+    l.engine.max_queue = queue;
+    PONDER_RETURN_IF_ERROR(flags.attach_draft(*s, &l.engine, &sessions->draft));
+    l.owner = sessions;
+    l.load_s = s->load_s;
+    if (single) {  // kept for the start's line; with several, it would keep an unloaded model
+      std::lock_guard<std::mutex> lock(last_mu);
+      last = s;
+    }
+    return l;
+  };
   // Signals are taken by sigwait below, on this thread only.
   sigset_t set;
   sigemptyset(&set);
@@ -235,21 +394,41 @@ int run_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  server::Server srv(config, *s.model, s.tokenizer, *tmpl);
+  std::vector<std::string> names;
+  for (const server::ModelSpec& spec : *specs) names.push_back(spec.name);
+  server::Server srv(config, std::move(*specs), loader);
+  // One model: loaded before the server listens, for its lifetime (as ponder serve always did).
+  if (single) {
+    if (Status st = srv.load(0); !st.is_ok()) return fail("serve", st.message());
+  }
   if (Status st = srv.start(); !st.is_ok()) return fail("serve", st.message());
   const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::fprintf(stderr,
-               "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions in "
-               "%s/%s, %s attention, %d threads)\n",
-               config.model_name.c_str(), s.load_s,
-               s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "", shown.c_str(),
-               srv.port(), config.engine.kv_positions, kv_type_name(s.model->kv_type_k()),
-               kv_type_name(s.model->kv_type_v()),
-               !s.model->flash_attention()     ? "llama.cpp-order"
-               : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
-                                               : "block-order",
-               config.engine.threads.n_threads);
-  std::fprintf(stderr, "ponder serve: %s\n", s.x16_cache_summary().c_str());
+  if (single) {
+    const ModelSession& s = *last;
+    const Engine& engine = srv.engine();
+    std::fprintf(stderr,
+                 "ponder serve: %s loaded in %.2f s%s; listening on http://%s:%u (KV %d positions "
+                 "in %s/%s, %s attention, %d threads)\n",
+                 names[0].c_str(), s.load_s,
+                 s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "", shown.c_str(),
+                 srv.port(), engine.config().kv_positions, kv_type_name(s.model->kv_type_k()),
+                 kv_type_name(s.model->kv_type_v()),
+                 !s.model->flash_attention()     ? "llama.cpp-order"
+                 : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
+                                                 : "block-order",
+                 engine.config().threads.n_threads);
+    std::fprintf(stderr, "ponder serve: %s\n", s.x16_cache_summary().c_str());
+  } else {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::fprintf(
+        stderr,
+        "ponder serve: %zu models offered (%s), each loaded on first use; memory bound "
+        "%s; listening on http://%s:%u\n",
+        names.size(), list.c_str(),
+        config.max_memory > 0 ? fmt::format("{:.2f} GB", config.max_memory / 1e9).c_str() : "none",
+        shown.c_str(), srv.port());
+  }
   int sig = 0;
   sigwait(&set, &sig);
   std::fprintf(stderr, "ponder serve: %s, draining (up to %.0f s)\n",
@@ -261,6 +440,8 @@ int run_serve(int argc, char** argv) {
 
 }  // namespace
 
-PONDER_COMMAND("serve", "serve the model over HTTP (OpenAI, llama.cpp and Ollama APIs)", run_serve);
+PONDER_COMMAND("serve",
+               "serve one model or several over HTTP (OpenAI, llama.cpp, Ollama, Anthropic APIs)",
+               run_serve);
 
 }  // namespace ponder::cli

@@ -35,6 +35,28 @@ struct EngineCounters {
   // Time to first token as a histogram: how many were at most kTtftBuckets[i] seconds.
   static constexpr std::array<double, 9> kTtftBuckets = {0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60};
   std::array<int64_t, 9> ttft_le{};
+  // Sums another engine's counters into these (several models' engines in one /metrics); the
+  // last TTFT is the other's when it has one.
+  void add(const EngineCounters& o) {
+    requests += o.requests;
+    requests_rejected += o.requests_rejected;
+    requests_finished += o.requests_finished;
+    requests_cancelled += o.requests_cancelled;
+    prompt_tokens += o.prompt_tokens;
+    prompt_tokens_cached += o.prompt_tokens_cached;
+    prompt_rows += o.prompt_rows;
+    generated_tokens += o.generated_tokens;
+    preemptions += o.preemptions;
+    drafted_tokens += o.drafted_tokens;
+    draft_accepted_tokens += o.draft_accepted_tokens;
+    steps += o.steps;
+    step_sequences += o.step_sequences;
+    busy_s += o.busy_s;
+    ttft_sum_s += o.ttft_sum_s;
+    ttft_count += o.ttft_count;
+    if (o.ttft_count > 0) ttft_last_s = o.ttft_last_s;
+    for (size_t k = 0; k < ttft_le.size(); ++k) ttft_le[k] += o.ttft_le[k];
+  }
   void add_ttft(double s) {
     ttft_sum_s += s;
     ttft_count++;

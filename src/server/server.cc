@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/check.h"
 #include "server/anthropic/anthropic_serving.h"
 #include "server/llama/llama_completion.h"
 #include "server/llama/llama_routes.h"
@@ -16,6 +17,32 @@ namespace ponder::server {
 Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& tokenizer,
                const text::ChatTemplate& tmpl)
     : config_(std::move(config)) {
+  ModelSpec spec;
+  spec.name = config_.model_name;
+  spec.fingerprint = config_.fingerprint;
+  spec.facts = config_.model;
+  auto shared_tmpl = std::make_shared<const text::ChatTemplate>(tmpl);
+  const EngineConfig engine = config_.engine;
+  ModelLoader loader = [&model, &tokenizer, shared_tmpl, engine](const ModelSpec&,
+                                                                 const LoadProgress&) {
+    LoadedModel l;
+    l.model = &model;
+    l.tokenizer = &tokenizer;
+    l.chat_template = shared_tmpl;
+    l.engine = engine;
+    return Expected<LoadedModel>(std::move(l));
+  };
+  init({std::move(spec)}, std::move(loader));
+  const Status st = registry_->load_now(0);
+  PONDER_CHECK(st.is_ok());
+}
+
+Server::Server(ServerConfig config, std::vector<ModelSpec> models, ModelLoader loader)
+    : config_(std::move(config)) {
+  init(std::move(models), std::move(loader));
+}
+
+void Server::init(std::vector<ModelSpec> models, ModelLoader loader) {
   router_ = std::make_unique<Router>(config_.access);
   http_ = std::make_unique<HttpServer>(config_.limits,
                                        [this](HttpRequest&& req, std::shared_ptr<Responder> r) {
@@ -27,19 +54,17 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
     cache_ = std::make_unique<ResponseCache>(ResponseCacheConfig{
         config_.cache_dir, config_.cache_bytes, config_.cache_match, config_.redis});
   }
-  engine_ = std::make_unique<Engine>(model, tokenizer, config_.engine);
-  ctx_ = std::unique_ptr<ServerContext>(new ServerContext{*engine_, tokenizer, tmpl});
-  ctx_->model_name = config_.model_name;
+  HttpServer* http = http_.get();
+  RegistryConfig rc;
+  rc.max_bytes = config_.max_memory;
+  rc.keep_alive_s = config_.keep_alive_s;
+  rc.post = [http](std::function<void()> f) { http->post(std::move(f)); };
+  registry_ = std::make_unique<ModelRegistry>(std::move(models), std::move(loader), std::move(rc));
+  ctx_ = std::make_unique<ServerContext>();
+  ctx_->models = registry_.get();
   ctx_->replica_id = config_.replica_id;
   ctx_->defaults = config_.defaults;
   ctx_->cache = cache_.get();
-  ctx_->fingerprint = config_.fingerprint;
-  ctx_->model = config_.model;
-  ctx_->numerics = model.numerics();
-  ctx_->created_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  HttpServer* http = http_.get();
   ctx_->post = [http](std::function<void()> f) { http->post(std::move(f)); };
   ctx_->after = [http](double s, std::function<void()> f) { http->after(s, std::move(f)); };
   ctx_->keepalive_s = config_.keepalive_s;
@@ -55,9 +80,15 @@ Server::Server(ServerConfig config, Qwen2Model& model, const text::Tokenizer& to
 }
 
 Server::~Server() {
-  engine_.reset();  // cancels what runs; its last events go to the still-running I/O thread
+  registry_->stop();  // cancels what runs; the last events go to the still-running I/O thread
   http_->stop();
   cache_.reset();  // waits for its pending writes
+}
+
+Engine& Server::engine() {
+  const ModelRef m = registry_->peek(0);
+  PONDER_CHECK(m != nullptr);
+  return m->engine;  // stays: a test's model is loaded for the server's lifetime
 }
 
 Status Server::start() {
@@ -74,8 +105,14 @@ bool Server::drain(double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   for (;;) {
-    const EngineMetrics m = engine_->metrics();
-    if (m.requests_waiting == 0 && m.sequences_running == 0) return true;
+    bool idle = true;
+    for (int i = 0; i < registry_->size(); ++i) {
+      const ModelRef model = registry_->peek(i);
+      if (!model) continue;
+      const EngineMetrics m = model->engine.metrics();
+      idle &= m.requests_waiting == 0 && m.sequences_running == 0;
+    }
+    if (idle) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

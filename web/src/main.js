@@ -13,6 +13,7 @@ const ui = {
   answerNow: $('answer-now'), banner: $('banner'), status: $('status'), title: $('title'), panel: $('panel'),
   togglePanel: $('toggle-panel'), settings: $('settings'), settingsForm: $('settings-form'),
   keyDialog: $('key-dialog'), keyForm: $('key-form'), importFile: $('import-file'),
+  modelPicker: $('model-picker'),
 };
 
 const state = {
@@ -68,15 +69,31 @@ function setServerState(s, message) {
   }
 }
 
-// One look at the server: its health, then (when ready and not known yet) the model's name.
+// The model picker, shown when the server offers more than one model (ponder serve -m A -m B);
+// the choice is remembered with the settings.
+function showModels(ids) {
+  state.model = ids.includes(state.settings.model) ? state.settings.model : (ids[0] ?? '');
+  ui.modelPicker.replaceChildren(...ids.map((id) => new Option(id, id, false, id === state.model)));
+  ui.modelPicker.hidden = ids.length < 2;
+  $('panel-model').textContent = state.model;
+}
+
+ui.modelPicker.addEventListener('change', () => {
+  state.model = ui.modelPicker.value;
+  state.settings.model = state.model;
+  store.saveSettings(state.settings);
+  $('panel-model').textContent = state.model;
+  if (state.server === 'ok') setServerState('ok');
+});
+
+// One look at the server: its health, then (when ready and not known yet) the models' names.
 async function refreshServer({ askKey }) {
   const h = await health();
   setServerState(h.status, h.message);
   if (h.status === 'ok' && !state.model) {
     try {
-      state.model = (await models(state.settings.api_key))[0]?.id ?? '';
+      showModels((await models(state.settings.api_key)).map((m) => m.id));
       setServerState('ok');
-      $('panel-model').textContent = state.model;
     } catch (e) {
       if (askKey && e instanceof ApiError && e.status === 401) askForKey();
     }

@@ -61,7 +61,7 @@ export function parseImport(text) {
 }
 
 const SETTINGS_KEY = 'ponder.settings';
-export const defaultSettings = { system: '', temperature: 0.6, top_p: 0.95, max_tokens: '', reasoning_budget: '', api_key: '' };
+export const defaultSettings = { system: '', temperature: 0.6, top_p: 0.95, max_tokens: '', reasoning_budget: '', api_key: '', model: '' };
 
 export function loadSettings() {
   try {

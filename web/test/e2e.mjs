@@ -528,6 +528,31 @@ test('a server with an API key: the page asks for it, then works', async () => {
   }
 });
 
+test('with several models the page offers a picker, and the chosen model answers', async () => {
+  assert.ok(await page.locator('#model-picker').isHidden(), 'one model: no picker');
+  const two = await startServer(['--alias', 'first', '-m', model.replace('tiny-Q8_0', 'tiny-Q4_K_M'), '--alias', 'second']);
+  try {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p = await newPage(ctx, two.url);
+    await until('the picker', async () => p.locator('#model-picker').isVisible());
+    assert.deepEqual(await p.locator('#model-picker option').allTextContents(), ['first', 'second']);
+    await p.selectOption('#model-picker', 'second');
+    await until('the status names it', async () => /second/.test(await p.textContent('#status')));
+    await shot(p, 'model-picker');
+    const before = chatRequests.length;
+    await sendMessage(p, 'Which model?');
+    await until('the request', async () => chatRequests.length > before);
+    assert.equal(chatRequests.at(-1).body.model, 'second');
+    await until('thinking', async () => (await p.locator('.msg.assistant .think-meta').textContent()).length > 0);
+    await p.click('#stop');
+    const ps = await (await fetch(`${two.url}/api/ps`)).json();
+    assert.deepEqual(ps.models.map((m) => m.name), ['second:latest']);
+    await ctx.close();
+  } finally {
+    await stopServer(two);
+  }
+});
+
 test('loading (503 from /health) and unreachable states', async () => {
   // ponder serve listens once its model is loaded; a 503 "loading" comes from a proxy or a
   // restart in between, so the page's answer to it is checked with a scripted /health.

@@ -6,6 +6,7 @@
 #include "server/anthropic/anthropic_protocol.h"
 #include "server/common/generation_service.h"
 #include "server/common/ids.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
 
@@ -33,8 +34,8 @@ json tool_input(const std::string& arguments) {
 // One request's message, built from its engine events on the I/O thread.
 class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
  public:
-  MessagesJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
-      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)) {
+  MessagesJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g)
+      : ctx_(ctx), m_(std::move(m)), r_(std::move(r)), g_(std::move(g)) {
     base_ = random_hex(24);
     id_ = "msg_" + base_;
     if (g_.stream && g_.tool_calls) calls_ = std::make_unique<grammar::ToolCallStream>();
@@ -43,11 +44,11 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
   void start() {
     r_->add_header("request-id", id_);  // what Anthropic's SDKs report as the request's id
     Submission sub;
-    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub))
+    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub))
       return anthropic_error(*r_, *e);
     n_prompt_ = sub.n_prompt;
     if (std::string(sub.cache) != "hit") {
-      ctx_.active[id_] = sub.id;  // POST /v1/answer_now takes the message id too
+      ctx_.active[id_] = {m_, sub.id};  // POST /v1/answer_now takes the message id too
       registered_ = true;
     }
     if (!g_.stream) return;
@@ -107,7 +108,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
     return {{"id", id_},
             {"type", "message"},
             {"role", "assistant"},
-            {"model", ctx_.model_name},
+            {"model", m_->model_name},
             {"content", std::move(content)},
             {"stop_reason", std::move(stop_reason)},
             {"stop_sequence", nullptr},
@@ -130,7 +131,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
   // which; the matched text is not sent).
   std::string matched_stop_sequence() const {
     if (stats_.finish_reason != "stop" || g_.options.stop.empty()) return "";
-    const std::string text = ctx_.tokenizer.decode(stats_.tokens);
+    const std::string text = m_->tokenizer.decode(stats_.tokens);
     size_t best = std::string::npos;
     std::string found;
     for (const std::string& s : g_.options.stop) {
@@ -250,6 +251,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
   }
 
   ServerContext& ctx_;
+  ModelRef m_;  // the request's model, loaded while the job lives
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;
   std::string base_, id_;
@@ -269,7 +271,7 @@ class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
 };
 
 std::optional<GenerationRequest> parse(ServerContext& ctx, const HttpRequest& req, Responder& r,
-                                       bool count_tokens) {
+                                       bool count_tokens, std::string* model) {
   json body = json::parse(req.body(), nullptr, false);
   if (body.is_discarded()) {
     anthropic_error(r, ApiError::bad_request("the request body is not valid JSON"));
@@ -281,7 +283,18 @@ std::optional<GenerationRequest> parse(ServerContext& ctx, const HttpRequest& re
     return std::nullopt;
   }
   g.conversation_id = header_value(req, "x-conversation-id");
+  *model = model_field(body);
   return g;
+}
+
+// The request's model, loaded, then `then`; an unknown one is Anthropic's not_found_error.
+void run_with_model(ServerContext& ctx, const std::string& name, std::shared_ptr<Responder> r,
+                    std::function<void(ModelRef)> then) {
+  with_model(ctx, name, r, std::move(then), [r, name](const ApiError& e) {
+    ApiError a = e;
+    if (e.code == "model_not_found") a.message = "model: " + name;  // Anthropic's words
+    anthropic_error(*r, a);
+  });
 }
 
 }  // namespace
@@ -291,17 +304,26 @@ void add_anthropic_routes(Router& router, ServerContext& ctx) {
                          [](Responder& r, const ApiError& e) { anthropic_error(r, e); });
   router.add(http::verb::post, "/v1/messages",
              [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
-               auto g = parse(ctx, req, *r, false);
-               if (g) std::make_shared<MessagesJob>(ctx, std::move(r), std::move(*g))->start();
+               std::string name;
+               auto g = parse(ctx, req, *r, false, &name);
+               if (!g) return;
+               auto job_g = std::make_shared<GenerationRequest>(std::move(*g));
+               run_with_model(ctx, name, r, [&ctx, r, job_g](ModelRef m) {
+                 std::make_shared<MessagesJob>(ctx, std::move(m), r, std::move(*job_g))->start();
+               });
              });
   // The prompt's tokens as the model's template renders them (tools and system included).
   router.add(http::verb::post, "/v1/messages/count_tokens",
              [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
-               auto g = parse(ctx, req, *r, true);
+               std::string name;
+               auto g = parse(ctx, req, *r, true, &name);
                if (!g) return;
-               std::vector<int32_t> tokens;
-               if (auto e = prompt_tokens(ctx, *g, &tokens)) return anthropic_error(*r, *e);
-               reply_json(*r, 200, {{"input_tokens", tokens.size()}});
+               auto job_g = std::make_shared<GenerationRequest>(std::move(*g));
+               run_with_model(ctx, name, r, [r, job_g](ModelRef m) {
+                 std::vector<int32_t> tokens;
+                 if (auto e = prompt_tokens(*m, *job_g, &tokens)) return anthropic_error(*r, *e);
+                 reply_json(*r, 200, {{"input_tokens", tokens.size()}});
+               });
              });
 }
 

@@ -17,6 +17,11 @@ ApiError ApiError::not_found(std::string message) {
   return {404, std::move(message), "not_found_error", "", "not_found"};
 }
 
+ApiError ApiError::model_not_found(const std::string& name) {
+  return {404, "The model '" + name + "' does not exist", "not_found_error", "model",
+          "model_not_found"};
+}
+
 ApiError ApiError::unauthorized() {
   return {401, "a valid API key is required (Authorization: Bearer KEY)", "authentication_error",
           "", "invalid_api_key"};

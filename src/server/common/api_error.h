@@ -19,6 +19,8 @@ struct ApiError {
   nlohmann::json to_json() const;
   static ApiError bad_request(std::string message, std::string param = "");
   static ApiError not_found(std::string message);
+  // 404 for a `model` no model of the server answers to (code model_not_found, param model).
+  static ApiError model_not_found(const std::string& name);
   static ApiError unauthorized();
   static ApiError unsupported(const std::string& param, const std::string& what);
   static ApiError busy(std::string message);      // 503, with Retry-After

@@ -21,10 +21,10 @@ nlohmann::json prompt_progress(const EngineEvent& ev) {
           {"time_ms", ev.stats.prompt_s * 1000}};
 }
 
-std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g,
+std::optional<ApiError> prompt_tokens(const ModelContext& m, const GenerationRequest& g,
                                       std::vector<int32_t>* out, bool* opens_thinking) {
   if (g.chat) {
-    auto segments = ctx.chat_template.render(g.messages, true);
+    auto segments = m.chat_template.render(g.messages, true);
     if (!segments.has_value())
       return ApiError::bad_request(segments.status().message(), "messages");
     bool opens = text::prompt_opens_thinking(*segments);
@@ -32,35 +32,36 @@ std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const Generation
       segments->push_back({std::string(text::kEmptyThinkingClose), true});
       opens = false;
     }
-    *out = text::tokenize_chat(ctx.tokenizer, *segments);
+    *out = text::tokenize_chat(m.tokenizer, *segments);
     if (opens_thinking) *opens_thinking = opens;
   } else if (!g.prompt_tokens.empty()) {
     *out = g.prompt_tokens;
   } else {
-    *out = ctx.tokenizer.encode(g.prompt, true);
-    if (ctx.tokenizer.add_bos() && ctx.tokenizer.bos() >= 0)
-      out->insert(out->begin(), ctx.tokenizer.bos());
+    *out = m.tokenizer.encode(g.prompt, true);
+    if (m.tokenizer.add_bos() && m.tokenizer.bos() >= 0)
+      out->insert(out->begin(), m.tokenizer.bos());
   }
   if (out->empty())
     return ApiError::bad_request("the prompt is empty", g.chat ? "messages" : "prompt");
   return std::nullopt;  // token ids and the context: Engine::submit checks them, once
 }
 
-std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g,
-                                          Responder& r, std::function<void(EngineEvent&&)> on_event,
+std::optional<ApiError> submit_generation(ServerContext& ctx, const ModelRef& m,
+                                          const GenerationRequest& g, Responder& r,
+                                          std::function<void(EngineEvent&&)> on_event,
                                           Submission* out) {
   if (ctx.draining.load()) return ApiError::busy("the server is shutting down");
   EngineRequest req;
   bool opens_thinking = false;
-  if (auto e = prompt_tokens(ctx, g, &req.prompt, &opens_thinking)) return e;
+  if (auto e = prompt_tokens(*m, g, &req.prompt, &opens_thinking)) return e;
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
   req.options = g.options;
   if (g.context_limit > 0) {
     const std::string& field = g.context_limit_field;
-    if (g.context_limit > ctx.engine.max_context()) {
+    if (g.context_limit > m->engine.max_context()) {
       return ApiError::bad_request(
           fmt::format("'{}' is {}; this server's context is {} tokens (ponder serve -c)", field,
-                      g.context_limit, ctx.engine.max_context()),
+                      g.context_limit, m->engine.max_context()),
           field);
     }
     if (n_prompt >= g.context_limit) {
@@ -73,7 +74,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     const int32_t room = g.context_limit - static_cast<int32_t>(n_prompt);
     if (req.options.max_tokens <= 0 || req.options.max_tokens > room) req.options.max_tokens = room;
   }
-  req.starts_in_thinking = g.chat && ctx.r1() && opens_thinking;
+  req.starts_in_thinking = g.chat && m->r1() && opens_thinking;
   req.split_reasoning = g.split_reasoning;
   req.n_choices = g.n;
   req.n_logprobs = g.n_logprobs;
@@ -81,7 +82,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   if (!g.grammar.empty()) {
     grammar::CompileOptions o;
     o.leading_newlines = req.starts_in_thinking ? 2 : 0;  // R1's blank line after </think>
-    auto compiled = ctx.grammars.get(g.grammar, o);
+    auto compiled = m->grammars.get(g.grammar, o);
     if (!compiled.has_value()) {
       return ApiError::bad_request(
           fmt::format("'{}': {}", g.grammar_field, compiled.status().message()), g.grammar_field);
@@ -105,7 +106,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
     }
     const std::string& q = g.chat ? g.messages.back().content : g.prompt;
     CacheKeys keys = response_cache_keys(
-        ctx.fingerprint, req, g.seed_given, ctx.numerics, ctx.engine.config().context_shift,
+        m->fingerprint, req, g.seed_given, m->numerics, m->engine.config().context_shift,
         by_question ? &earlier : nullptr, by_question ? &q : nullptr);
     key = std::move(keys.key);
     context = std::move(keys.context);
@@ -166,7 +167,7 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   req.sink = [post, on_event = std::move(on_event)](EngineEvent&& ev) {
     post([on_event, ev = std::move(ev)]() mutable { on_event(std::move(ev)); });
   };
-  auto id = ctx.engine.submit(std::move(req));
+  auto id = m->engine.submit(std::move(req));
   if (!id.has_value()) {
     const Status& st = id.status();
     switch (st.kind()) {
@@ -186,9 +187,12 @@ std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRe
   }
   out->id = *id;
   out->n_prompt = static_cast<int32_t>(n_prompt);
-  Engine* engine = &ctx.engine;
+  // A weak ref: the callback may outlive the request, and must not keep its model loaded.
+  const std::weak_ptr<ModelContext> model = m;
   const uint64_t rid = *id;
-  r.on_disconnect([engine, rid] { engine->cancel(rid); });
+  r.on_disconnect([model, rid] {
+    if (ModelRef live = model.lock()) live->engine.cancel(rid);
+  });
   return std::nullopt;
 }
 

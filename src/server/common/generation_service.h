@@ -28,15 +28,16 @@ struct Submission {
 };
 
 // The prompt's tokens, or the error to answer with.
-std::optional<ApiError> prompt_tokens(const ServerContext& ctx, const GenerationRequest& g,
+std::optional<ApiError> prompt_tokens(const ModelContext& m, const GenerationRequest& g,
                                       std::vector<int32_t>* out, bool* opens_thinking = nullptr);
 
 // The prompt_progress object of llama.cpp for a kProgress event.
 nlohmann::json prompt_progress(const EngineEvent& ev);
 
-// Submits g; on_event runs on the I/O thread for every engine event of the request.
-std::optional<ApiError> submit_generation(ServerContext& ctx, const GenerationRequest& g,
-                                          Responder& r, std::function<void(EngineEvent&&)> on_event,
+// Submits g to model m; on_event runs on the I/O thread for every engine event of the request.
+std::optional<ApiError> submit_generation(ServerContext& ctx, const ModelRef& m,
+                                          const GenerationRequest& g, Responder& r,
+                                          std::function<void(EngineEvent&&)> on_event,
                                           Submission* out);
 
 // The unknown fields of g for the X-Ponder-Ignored-Fields header (logged once per request).
@@ -45,10 +46,11 @@ std::string ignored_fields_note(const GenerationRequest& g);
 // submit_generation for a job object: its on_event(EngineEvent&&) gets the events (the job stays
 // alive while they come), and the answer's X-Ponder-Cache header is set.
 template <typename Job>
-std::optional<ApiError> submit_job(ServerContext& ctx, const GenerationRequest& g, Responder& r,
+std::optional<ApiError> submit_job(ServerContext& ctx, const ModelRef& m,
+                                   const GenerationRequest& g, Responder& r,
                                    const std::shared_ptr<Job>& job, Submission* sub) {
   auto e = submit_generation(
-      ctx, g, r, [job](EngineEvent&& ev) { job->on_event(std::move(ev)); }, sub);
+      ctx, m, g, r, [job](EngineEvent&& ev) { job->on_event(std::move(ev)); }, sub);
   if (!e) {
     r.add_header("X-Ponder-Cache", sub->cache);
     r.add_header("X-Ponder-Route-Key", route_key(g));

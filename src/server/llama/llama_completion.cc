@@ -2,6 +2,7 @@
 
 #include "server/common/field_reader.h"
 #include "server/common/generation_service.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
 
@@ -44,12 +45,13 @@ json probabilities(const text::Tokenizer& tok, const EngineEvent& ev) {
 
 class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJob> {
  public:
-  LlamaCompletionJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
-      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)) {}
+  LlamaCompletionJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r,
+                     GenerationRequest g)
+      : ctx_(ctx), m_(std::move(m)), r_(std::move(r)), g_(std::move(g)) {}
 
   void start() {
     Submission sub;
-    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
+    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
       return reply_error(*r_, *e);
     }
     if (g_.stream) r_->start_stream(200, "text/event-stream");
@@ -67,7 +69,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
     content_ += text;
     if (ev.kind == EngineEvent::Kind::kToken) {
       tokens_.push_back(ev.token);
-      json probs = g_.n_logprobs >= 0 ? json::array({probabilities(ctx_.tokenizer, ev)}) : json();
+      json probs = g_.n_logprobs >= 0 ? json::array({probabilities(m_->tokenizer, ev)}) : json();
       if (g_.n_logprobs >= 0) probs_.push_back(probs[0]);
       if (g_.stream) {
         json c = {{"content", text}, {"tokens", {ev.token}}, {"stop", false}, {"id_slot", 0}};
@@ -88,7 +90,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
     json out = {{"content", g_.stream ? text : content_},
                 {"stop", true},
                 {"id_slot", 0},
-                {"model", ctx_.model_name},
+                {"model", m_->model_name},
                 {"tokens_predicted", s.n_gen},
                 {"tokens_evaluated", s.n_prompt},
                 {"tokens_cached", s.n_reused},
@@ -107,6 +109,7 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
 
  private:
   ServerContext& ctx_;
+  ModelRef m_;  // the request's model, loaded while the job lives
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;
   std::string content_;
@@ -134,7 +137,13 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
   if (g.n != 1)
     return reply_error(*r, ApiError::unsupported("n", "'n' other than 1 on /completion"));
   g.conversation_id = header_value(req, "x-conversation-id");
-  std::make_shared<LlamaCompletionJob>(ctx, std::move(r), std::move(g))->start();
+  auto job_g = std::make_shared<GenerationRequest>(std::move(g));
+  with_model(
+      ctx, model_field(b), r,
+      [&ctx, r, job_g](ModelRef m) {
+        std::make_shared<LlamaCompletionJob>(ctx, std::move(m), r, std::move(*job_g))->start();
+      },
+      [r](const ApiError& e) { reply_error(*r, e); });
 }
 
 }  // namespace

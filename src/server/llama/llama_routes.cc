@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "server/common/field_reader.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
 
@@ -26,8 +27,7 @@ void health_live(ServerContext& ctx, Responder& r) {
   reply_json(r, 200, {{"status", "live"}, {"state", state}});
 }
 
-void tokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
-  auto body = parse_json_body(req, r);
+void tokenize(const ModelContext& ctx, const nlohmann::json* body, Responder& r) {
   if (!body) return;
   FieldReader f(*body);
   const auto content = f.string("content");
@@ -50,9 +50,7 @@ void tokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
   reply_json(r, 200, {{"tokens", tokens}});
 }
 
-void detokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
-  auto body = parse_json_body(req, r);
-  if (!body) return;
+void detokenize(const ModelContext& ctx, const nlohmann::json* body, Responder& r) {
   auto it = body->find("tokens");
   if (!body->is_object() || it == body->end() || !it->is_array()) {
     return reply_error(r,
@@ -72,11 +70,11 @@ void detokenize(ServerContext& ctx, HttpRequest&& req, Responder& r) {
   reply_json(r, 200, {{"content", ctx.tokenizer.decode(ids)}});
 }
 
-void props(ServerContext& ctx, Responder& r) {
+void props(const ServerContext& server, const ModelContext& ctx, Responder& r) {
   const EngineConfig& c = ctx.engine.config();
-  const SamplerParams& s = ctx.defaults.sampling;
+  const SamplerParams& s = server.defaults.sampling;
   json gen = {{"n_ctx", ctx.engine.max_context()},
-              {"n_predict", ctx.defaults.max_tokens == 0 ? -1 : ctx.defaults.max_tokens},
+              {"n_predict", server.defaults.max_tokens == 0 ? -1 : server.defaults.max_tokens},
               {"temperature", s.temperature},
               {"top_k", s.top_k},
               {"top_p", s.top_p},
@@ -102,9 +100,32 @@ constexpr std::pair<int, const char*> kRefusalReasons[] = {
     {405, "method_not_allowed"}, {413, "body_too_large"}, {414, "uri_too_long"},
     {431, "headers_too_large"},  {500, "internal_error"}, {503, "busy"}};
 
+// The engines of every loaded model as one (counters of an unloaded model are gone with it).
+EngineMetrics loaded_metrics(ServerContext& ctx) {
+  EngineMetrics m;
+  for (int i = 0; i < ctx.models->size(); ++i) {
+    const ModelRef model = ctx.models->peek(i);
+    if (!model) continue;
+    const EngineMetrics e = model->engine.metrics();
+    m.total.add(e.total);
+    m.requests_waiting += e.requests_waiting;
+    m.sequences_running += e.sequences_running;
+    m.kv_blocks_total += e.kv_blocks_total;
+    m.kv_blocks_used += e.kv_blocks_used;
+    m.kv_blocks_cached += e.kv_blocks_cached;
+    m.kv_block_size = e.kv_block_size;
+    m.prompt_tps += e.prompt_tps;
+    m.gen_tps += e.gen_tps;
+    m.steps_per_s += e.steps_per_s;
+    m.cpu_util = std::max(m.cpu_util, e.cpu_util);  // the process's, seen by each engine
+    m.uptime_s = std::max(m.uptime_s, e.uptime_s);
+  }
+  return m;
+}
+
 // Prometheus text exposition: llama.cpp's names first (existing dashboards), then Ponder's.
 void metrics(ServerContext& ctx, Responder& r) {
-  const EngineMetrics m = ctx.engine.metrics();
+  const EngineMetrics m = loaded_metrics(ctx);
   std::string out;
   auto metric = [&](const char* name, const char* type, const char* help, double value) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
@@ -219,25 +240,42 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
   router.add(
       http::verb::get, "/health/live",
       [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
-  router.add(http::verb::post, "/tokenize", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
-    tokenize(ctx, std::move(q), *r);
+  // /tokenize and /detokenize use the body's "model" (default: the first), loading it if needed.
+  for (const auto& [path, fn] : {std::pair{"/tokenize", &tokenize}, {"/detokenize", &detokenize}}) {
+    router.add(http::verb::post, path, [&ctx, fn](HttpRequest&& q, std::shared_ptr<Responder> r) {
+      auto body = parse_json_body(q, *r);
+      if (!body) return;
+      auto b = std::make_shared<json>(std::move(*body));
+      with_model(
+          ctx, model_field(*b), r, [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
+          [r](const ApiError& e) { reply_error(*r, e); });
+    });
+  }
+  // /props?model=NAME (default: the first model), loading it if needed.
+  router.add(http::verb::get, "/props", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
+    with_model(
+        ctx, query_param(q, "model"), r, [&ctx, r](ModelRef m) { props(ctx, *m, *r); },
+        [r](const ApiError& e) { reply_error(*r, e); });
   });
-  router.add(
-      http::verb::post, "/detokenize",
-      [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) { detokenize(ctx, std::move(q), *r); });
-  router.add(http::verb::get, "/props",
-             [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { props(ctx, *r); });
   router.add(http::verb::get, "/metrics",
              [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { metrics(ctx, *r); });
   // llama-server's /slots, for the tools that poll it. Ponder has no slots: any request may use
-  // the whole context; the entries are the --parallel places, the first ones busy.
+  // the whole context; the entries are the --parallel places, the first ones busy. With several
+  // models, each loaded model's places, each naming its model.
   router.add(http::verb::get, "/slots", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    const EngineMetrics m = ctx.engine.metrics();
     json slots = json::array();
-    for (int32_t i = 0; i < ctx.engine.config().max_running; ++i) {
-      slots.push_back({{"id", i},
-                       {"n_ctx", ctx.engine.max_context()},
-                       {"is_processing", i < m.sequences_running}});
+    int32_t id = 0;
+    for (int k = 0; k < ctx.models->size(); ++k) {
+      const ModelRef model = ctx.models->peek(k);
+      if (!model) continue;
+      const EngineMetrics m = model->engine.metrics();
+      for (int32_t i = 0; i < model->engine.config().max_running; ++i) {
+        json slot = {{"id", id++},
+                     {"n_ctx", model->engine.max_context()},
+                     {"is_processing", i < m.sequences_running}};
+        if (!ctx.models->single()) slot["model"] = model->model_name;
+        slots.push_back(std::move(slot));
+      }
     }
     reply_json(*r, 200, slots);
   });

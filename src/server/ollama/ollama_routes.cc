@@ -7,6 +7,7 @@
 
 #include "grammar/tool_calls.h"
 #include "server/common/generation_service.h"
+#include "server/common/model_lookup.h"
 #include "server/ollama/ollama_protocol.h"
 #include "server/openai/openai_protocol.h"
 #include "server/transport/reply.h"
@@ -34,21 +35,34 @@ void ollama_error(Responder& r, int status, const std::string& message) {
 
 int64_t ns(double s) { return static_cast<int64_t>(s * 1e9); }
 
-json details(const ServerContext& ctx) {
+std::string rfc3339(int64_t unix_s) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(static_cast<std::time_t>(unix_s)));
+}
+
+json details(const ModelFacts& facts) {
   return {{"parent_model", ""},
           {"format", "gguf"},
           {"family", "qwen2"},
           {"families", {"qwen2"}},
-          {"parameter_size", ctx.model.parameter_size},
-          {"quantization_level", ctx.model.quantization}};
+          {"parameter_size", facts.parameter_size},
+          {"quantization_level", facts.quantization}};
+}
+
+// Ollama's answer to a request for an unknown model.
+void model_error(Responder& r, const std::string& name, const ApiError& e) {
+  if (e.code == "model_not_found")
+    return ollama_error(r, 404, fmt::format("model '{}' not found", name));
+  ollama_error(r, e.status, e.message);
 }
 
 // /api/chat and /api/generate, streamed as NDJSON lines or answered whole.
 class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
  public:
-  OllamaJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g, bool chat_shape,
-            bool show_thinking)
+  OllamaJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g,
+            bool chat_shape, bool show_thinking, double load_s)
       : ctx_(ctx),
+        m_(std::move(m)),
+        load_s_(load_s),
         r_(std::move(r)),
         g_(std::move(g)),
         chat_shape_(chat_shape),
@@ -56,7 +70,7 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
 
   void start() {
     Submission sub;
-    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
+    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
       return ollama_error(*r_, e->status, e->message);
     }
     if (g_.stream) r_->start_stream(200, "application/x-ndjson");
@@ -64,7 +78,7 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
 
  private:
   json line(const std::string& thinking, const std::string& content, bool done) const {
-    json j = {{"model", tagged(ctx_.model_name)}, {"created_at", now_rfc3339()}, {"done", done}};
+    json j = {{"model", tagged(m_->model_name)}, {"created_at", now_rfc3339()}, {"done", done}};
     if (chat_shape_) {
       json m = {{"role", "assistant"}, {"content", content}};
       if (show_thinking_ && !thinking.empty()) m["thinking"] = thinking;
@@ -129,8 +143,8 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
       }
     }
     last["done_reason"] = s.finish_reason == "stop" ? "stop" : "length";
-    last["total_duration"] = ns(s.queue_s + s.prompt_s + s.gen_s);
-    last["load_duration"] = 0;
+    last["total_duration"] = ns(load_s_ + s.queue_s + s.prompt_s + s.gen_s);
+    last["load_duration"] = ns(load_s_);
     last["prompt_eval_count"] = s.n_prompt;
     last["prompt_eval_duration"] = ns(s.prompt_s);
     last["eval_count"] = s.n_gen;
@@ -142,6 +156,8 @@ class OllamaJob : public std::enable_shared_from_this<OllamaJob> {
 
  private:
   ServerContext& ctx_;
+  ModelRef m_;     // the request's model, loaded while the job lives
+  double load_s_;  // the time this request waited for its model to load (Ollama's load_duration)
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;
   bool chat_shape_;
@@ -159,30 +175,52 @@ void serve_chat(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder
   OllamaRequest x;
   if (auto e = parse_ollama_request(body, ctx.defaults, chat_shape, &g, &x))
     return ollama_error(*r, 400, *e);
-  if (x.load_only) {
-    // Load / unload: the one model is loaded for the server's lifetime, so both answer at once
-    // (docs/server.md: keep_alive).
-    json j = {{"model", tagged(ctx.model_name)},
+  const std::string name = model_field(body);
+  const int index = ctx.models->find(name);
+  if (index < 0) return model_error(*r, name, ApiError::model_not_found(name));
+  // keep_alive: how long the model stays once this request ends (one model: for ever).
+  if (x.keep_alive_s) ctx.models->set_keep_alive(index, *x.keep_alive_s);
+  const bool unload = x.keep_alive_s && *x.keep_alive_s == 0;
+  auto load_reply = [chat_shape, unload](const std::string& model) {
+    json j = {{"model", tagged(model)},
               {"created_at", now_rfc3339()},
               {"done", true},
-              {"done_reason", x.keep_alive_s && *x.keep_alive_s == 0 ? "unload" : "load"}};
+              {"done_reason", unload ? "unload" : "load"}};
     if (chat_shape) {
       j["message"] = {{"role", "assistant"}, {"content", ""}};
     } else {
       j["response"] = "";
     }
-    return reply_json(*r, 200, j);
+    return j;
+  };
+  if (x.load_only && unload) {
+    // Unload (docs/server.md: keep_alive): at once when idle, else when its requests end.
+    return reply_json(*r, 200, load_reply(ctx.models->spec(index).name));
   }
   g.conversation_id = header_value(req, "x-conversation-id");
   g.split_reasoning = true;
-  std::make_shared<OllamaJob>(ctx, std::move(r), std::move(g), chat_shape, x.show_thinking)
-      ->start();
+  auto job_g = std::make_shared<GenerationRequest>(std::move(g));
+  const bool load_only = x.load_only, show_thinking = x.show_thinking;
+  const auto asked = std::chrono::steady_clock::now();
+  const bool loads = model_needs_load(ctx, name);
+  with_model(
+      ctx, name, r,
+      [&ctx, r, job_g, chat_shape, show_thinking, load_only, load_reply, asked, loads](ModelRef m) {
+        if (load_only) return reply_json(*r, 200, load_reply(m->model_name));
+        const double load_s =
+            loads ? std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count()
+                  : 0;
+        std::make_shared<OllamaJob>(ctx, std::move(m), r, std::move(*job_g), chat_shape,
+                                    show_thinking, load_s)
+            ->start();
+      },
+      [r, name](const ApiError& e) { model_error(*r, name, e); });
 }
 
-json model_entry(const ServerContext& ctx) {
-  return {{"name", tagged(ctx.model_name)}, {"model", tagged(ctx.model_name)},
-          {"modified_at", now_rfc3339()},   {"size", ctx.model.file_size},
-          {"digest", ctx.fingerprint},      {"details", details(ctx)}};
+json model_entry(const ModelSpec& spec) {
+  return {{"name", tagged(spec.name)},    {"model", tagged(spec.name)},
+          {"modified_at", now_rfc3339()}, {"size", spec.facts.file_size},
+          {"digest", spec.fingerprint},   {"details", details(spec.facts)}};
 }
 
 }  // namespace
@@ -199,41 +237,54 @@ void add_ollama_routes(Router& router, ServerContext& ctx) {
              [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
                serve_chat(ctx, std::move(q), std::move(r), false);
              });
+  // Every model offered.
   router.add(http::verb::get, "/api/tags", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    reply_json(*r, 200, {{"models", json::array({model_entry(ctx)})}});
+    json models = json::array();
+    for (int i = 0; i < ctx.models->size(); ++i) models.push_back(model_entry(ctx.models->spec(i)));
+    reply_json(*r, 200, {{"models", models}});
   });
+  // The models loaded: size is the memory estimate (file + KV cache), expires_at the keep_alive
+  // deadline (none: until memory is needed; one model: the server's lifetime).
   router.add(http::verb::get, "/api/ps", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
-    json m = model_entry(ctx);
-    m["size_vram"] = 0;
-    m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for the server's lifetime
-    reply_json(*r, 200, {{"models", json::array({m})}});
+    json models = json::array();
+    for (const ModelStatus& s : ctx.models->status()) {
+      if (!s.loaded) continue;
+      json m = model_entry(ctx.models->spec(s.index));
+      if (!ctx.models->single()) m["size"] = s.bytes;
+      m["size_vram"] = 0;
+      m["expires_at"] = s.expires_unix ? rfc3339(*s.expires_unix) : "9999-12-31T23:59:59Z";
+      models.push_back(std::move(m));
+    }
+    reply_json(*r, 200, {{"models", models}});
   });
   router.add(
       http::verb::post, "/api/show", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
-        // {"model": name} (or the older "name"): one model is served, so another name is a 404.
+        // {"model": name} (or the older "name"): a name no model answers to is a 404 (with one
+        // model, any name but another than its own). Loads nothing: the facts are the file's.
         json body = json::parse(req.body(), nullptr, false);
         if (!body.is_object())
           return ollama_error(*r, 400, "the request body is not a JSON object");
-        std::string name;
-        for (const char* key : {"model", "name"}) {
-          if (auto it = body.find(key); it != body.end() && it->is_string() && name.empty())
-            name = it->get<std::string>();
-        }
-        if (!name.empty() && tagged(name) != tagged(ctx.model_name))
-          return ollama_error(*r, 404, fmt::format("model '{}' not found", name));
+        const std::string name = model_field(body);
+        int index = ctx.models->find(name);
+        if (ctx.models->single() && !name.empty() &&
+            tagged(name) != tagged(ctx.models->spec(0).name))
+          index = -1;
+        if (index < 0) return ollama_error(*r, 404, fmt::format("model '{}' not found", name));
+        const ModelSpec& spec = ctx.models->spec(index);
+        const ModelRef loaded = ctx.models->peek(index);
         json caps = {"completion"};
-        if (ctx.r1()) {
+        if (!loaded || loaded->r1()) {
           caps.push_back("tools");
           caps.push_back("thinking");
         }
         const SamplerParams& s = ctx.defaults.sampling;
         reply_json(*r, 200,
-                   {{"details", details(ctx)},
+                   {{"details", details(spec.facts)},
                     {"capabilities", caps},
                     {"modelfile", ""},
                     {"parameters", fmt::format("temperature {}\ntop_p {}", s.temperature, s.top_p)},
-                    {"template", ctx.model.chat_template},
-                    {"model_info", ctx.model.model_info},
+                    {"template", spec.facts.chat_template},
+                    {"model_info", spec.facts.model_info},
                     {"modified_at", now_rfc3339()}});
       });
   router.add(http::verb::get, "/api/version", [](HttpRequest&&, std::shared_ptr<Responder> r) {

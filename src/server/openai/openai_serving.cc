@@ -8,6 +8,7 @@
 #include "server/common/field_reader.h"
 #include "server/common/generation_service.h"
 #include "server/common/ids.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/openai/openai_tools.h"
 #include "server/transport/reply.h"
@@ -31,25 +32,33 @@ std::string finish_reason(const std::string& engine_reason) {
 // One request's answer, built from its engine events on the I/O thread.
 class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
  public:
-  OpenAiJob(ServerContext& ctx, std::shared_ptr<Responder> r, GenerationRequest g)
-      : ctx_(ctx), r_(std::move(r)), g_(std::move(g)), choices_(static_cast<size_t>(g_.n)) {
+  OpenAiJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g)
+      : ctx_(ctx),
+        m_(std::move(m)),
+        r_(std::move(r)),
+        g_(std::move(g)),
+        choices_(static_cast<size_t>(g_.n)) {
     id_ = random_id(std::string(g_.chat ? "chatcmpl" : "cmpl") +
                     (ctx_.replica_id.empty() ? "" : "-" + ctx_.replica_id));
     created_ = unix_seconds();
   }
 
-  void start() {
+  // streaming: true when the stream was opened already (it showed its model's load).
+  void start(bool streaming = false) {
     Submission sub;
-    if (auto e = submit_job(ctx_, g_, *r_, shared_from_this(), &sub)) {
-      return reply_error(*r_, *e);
+    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
+      if (!streaming) return reply_error(*r_, *e);
+      r_->write(sse_data(dump(e->to_json())));
+      r_->write(sse_data("[DONE]"));
+      return r_->end();
     }
     matched_question_ = sub.cache_question;
     if (std::string(sub.cache) != "hit") {
-      ctx_.active[id_] = sub.id;
+      ctx_.active[id_] = {m_, sub.id};
       registered_ = true;
     }
     if (g_.stream) {
-      r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
+      if (!streaming) r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
       r_->write(sse_comment("queued"));  // headers and a first byte now, whatever the queue
       keep_alive();
     }
@@ -113,7 +122,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     json c = {{"id", id_},
               {"object", g_.chat ? "chat.completion.chunk" : "text_completion"},
               {"created", created_},
-              {"model", ctx_.model_name},
+              {"model", m_->model_name},
               {"system_fingerprint", "ponder"},
               {"choices", json::array({choice_json})}};
     if (g_.include_usage) c["usage"] = nullptr;
@@ -123,14 +132,14 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   void add_logprobs(Choice& c, const EngineEvent& ev, json* delta_logprobs) {
     if (g_.n_logprobs < 0 || ev.token < 0) return;
     if (g_.chat) {
-      json e = chat_logprob_entry(ctx_.tokenizer, ev);
+      json e = chat_logprob_entry(m_->tokenizer, ev);
       if (delta_logprobs) delta_logprobs->push_back(e);
       c.logprobs.push_back(std::move(e));
     } else {
-      const std::string& b = ctx_.tokenizer.token_to_bytes(ev.token);
+      const std::string& b = m_->tokenizer.token_to_bytes(ev.token);
       json top = json::object();
       for (const TokenLogprob& t : ev.top_logprobs)
-        top[ctx_.tokenizer.token_to_bytes(t.token)] = t.logprob;
+        top[m_->tokenizer.token_to_bytes(t.token)] = t.logprob;
       c.tokens.push_back(b);
       c.token_lps.push_back(ev.logprob);
       c.top.push_back(top);
@@ -256,7 +265,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
     json out = {{"id", id_},
                 {"object", g_.chat ? "chat.completion" : "text_completion"},
                 {"created", created_},
-                {"model", ctx_.model_name},
+                {"model", m_->model_name},
                 {"system_fingerprint", "ponder"},
                 {"choices", json::array()}};
     for (size_t i = 0; i < choices_.size(); ++i) {
@@ -297,6 +306,7 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   }
 
   ServerContext& ctx_;
+  ModelRef m_;  // the request's model, loaded while the job lives
   std::shared_ptr<Responder> r_;
   GenerationRequest g_;
   std::vector<Choice> choices_;
@@ -309,6 +319,17 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   std::string error_;
 };
 
+// A comment line every keepalive_s while a stream waits for its model to load (between the
+// progress chunks, which a long step of the load may space out), until *waiting is false.
+void keep_alive_while_loading(ServerContext& ctx, std::shared_ptr<Responder> r,
+                              std::shared_ptr<bool> waiting) {
+  ctx.after(ctx.keepalive_s, [&ctx, r, waiting] {
+    if (!*waiting) return;
+    r->write(sse_comment("loading model"));
+    keep_alive_while_loading(ctx, r, waiting);
+  });
+}
+
 template <auto Parse>
 void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) {
   auto body = parse_json_body(req, *r);
@@ -316,7 +337,44 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   GenerationRequest g;
   if (auto e = Parse(*body, ctx.defaults, &g)) return reply_error(*r, *e);
   g.conversation_id = header_value(req, "x-conversation-id");
-  std::make_shared<OpenAiJob>(ctx, std::move(r), std::move(g))->start();
+  const std::string name = model_field(*body);
+  // A stream for a model that must load first opens now and shows the load's progress, as
+  // llama.cpp's prompt_progress shows a prompt's: chunks with no choices and a load_progress.
+  const bool streaming = g.stream && model_needs_load(ctx, name);
+  ModelRegistry::Progress progress;
+  auto waiting = std::make_shared<bool>(streaming);
+  if (streaming) {
+    r->start_stream(200, "text/event-stream");
+    r->write(sse_comment("loading model"));
+    keep_alive_while_loading(ctx, r, waiting);
+    const int index = ctx.models->find(name);
+    const std::string shown = ctx.models->spec(index).name;
+    const char* object = g.chat ? "chat.completion.chunk" : "text_completion";
+    progress = [r, shown, object](double fraction, double seconds) {
+      const json c = {{"object", object},
+                      {"created", unix_seconds()},
+                      {"model", shown},
+                      {"choices", json::array()},
+                      {"load_progress",
+                       {{"model", shown}, {"progress", fraction}, {"time_ms", seconds * 1000}}}};
+      r->write(sse_data(dump(c)));
+    };
+  }
+  auto job_g = std::make_shared<GenerationRequest>(std::move(g));
+  with_model(
+      ctx, name, r,
+      [&ctx, r, job_g, streaming, waiting](ModelRef m) {
+        *waiting = false;
+        std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start(streaming);
+      },
+      [r, streaming, waiting](const ApiError& e) {
+        *waiting = false;
+        if (!streaming) return reply_error(*r, e);
+        r->write(sse_data(dump(e.to_json())));
+        r->write(sse_data("[DONE]"));
+        r->end();
+      },
+      std::move(progress));
 }
 
 }  // namespace
@@ -330,29 +388,32 @@ void add_openai_routes(Router& router, ServerContext& ctx) {
              [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
                serve<parse_completion_request>(ctx, std::move(req), std::move(r));
              });
-  auto model = [&ctx] {
-    return json{{"id", ctx.model_name},
+  // Every model offered, loaded or not ("created": when it was loaded, else the server's start).
+  const int64_t started = unix_seconds();
+  auto model = [&ctx, started](int i) {
+    const ModelRef m = ctx.models->peek(i);
+    return json{{"id", ctx.models->spec(i).name},
                 {"object", "model"},
-                {"created", ctx.created_unix},
+                {"created", m ? m->created_unix : started},
                 {"owned_by", "ponder"}};
   };
-  auto models = [model](HttpRequest&&, std::shared_ptr<Responder> r) {
-    reply_json(*r, 200, {{"object", "list"}, {"data", json::array({model()})}});
+  auto models = [&ctx, model](HttpRequest&&, std::shared_ptr<Responder> r) {
+    json data = json::array();
+    for (int i = 0; i < ctx.models->size(); ++i) data.push_back(model(i));
+    reply_json(*r, 200, {{"object", "list"}, {"data", data}});
   };
   router.add(http::verb::get, "/v1/models", models);
   // GET /v1/models/{id} (the openai SDK's models.retrieve).
-  router.add_prefix(http::verb::get, "/v1/models/",
-                    [&ctx, model](HttpRequest&& req, std::shared_ptr<Responder> r) {
-                      const std::string id = target_path(req).substr(std::strlen("/v1/models/"));
-                      if (id != ctx.model_name) {
-                        ApiError e =
-                            ApiError::not_found(fmt::format("The model '{}' does not exist", id));
-                        e.param = "model";
-                        e.code = "model_not_found";
-                        return reply_error(*r, e);
-                      }
-                      reply_json(*r, 200, model());
-                    });
+  router.add_prefix(
+      http::verb::get, "/v1/models/",
+      [&ctx, model](HttpRequest&& req, std::shared_ptr<Responder> r) {
+        const std::string id = target_path(req).substr(std::strlen("/v1/models/"));
+        // Here the name must be the model's own, even with one model.
+        const int i = ctx.models->find(id);
+        if (id.empty() || i < 0 || (ctx.models->single() && id != ctx.models->spec(0).name))
+          return reply_error(*r, ApiError::model_not_found(id));
+        reply_json(*r, 200, model(i));
+      });
   // "Answer now": ends the thinking of a running chat completion (the id its chunks carry).
   router.add(
       http::verb::post, "/v1/answer_now", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
@@ -364,7 +425,7 @@ void add_openai_routes(Router& router, ServerContext& ctx) {
           f.fail(ApiError::bad_request("'id' (the chat completion's id) is required", "id"));
         if (!f.ok()) return reply_error(*r, f.error());
         auto it = ctx.active.find(*id);
-        if (it == ctx.active.end() || !ctx.engine.end_thinking(it->second)) {
+        if (it == ctx.active.end() || !it->second.model->engine.end_thinking(it->second.id)) {
           return reply_error(*r, ApiError::not_found("no running chat completion '" + *id + "'"));
         }
         reply_json(*r, 200, {{"id", *id}, {"object", "answer_now"}, {"thinking_ended", true}});

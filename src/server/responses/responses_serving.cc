@@ -8,6 +8,7 @@
 
 #include "server/common/generation_service.h"
 #include "server/common/ids.h"
+#include "server/common/model_lookup.h"
 #include "server/openai/openai_protocol.h"
 #include "server/responses/response_output.h"
 #include "server/responses/responses_protocol.h"
@@ -95,10 +96,11 @@ void list_input_items(const StoredResponse& stored, const HttpRequest& req, Resp
 // One request's response, built from its engine events on the I/O thread.
 class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
  public:
-  ResponsesJob(ServerContext& ctx, std::shared_ptr<ResponseStore> store,
+  ResponsesJob(ServerContext& ctx, ModelRef m, std::shared_ptr<ResponseStore> store,
                std::shared_ptr<Responder> r, ResponsesRequest req,
                std::shared_ptr<const StoredResponse> previous)
       : ctx_(ctx),
+        m_(std::move(m)),
         store_(std::move(store)),
         r_(std::move(r)),
         req_(std::move(req)),
@@ -111,12 +113,12 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
 
   void start() {
     Submission sub;
-    if (auto e = submit_job(ctx_, req_.g, *r_, shared_from_this(), &sub)) {
+    if (auto e = submit_job(ctx_, m_, req_.g, *r_, shared_from_this(), &sub)) {
       if (e->param == "messages") e->param = "input";  // the conversation is too long
       return reply_error(*r_, *e);
     }
     if (std::string(sub.cache) != "hit") {  // POST /v1/answer_now {"id": "resp_..."}
-      ctx_.active[id_] = sub.id;
+      ctx_.active[id_] = {m_, sub.id};
       registered_ = true;
     }
     if (!req_.g.stream) return;
@@ -176,7 +178,7 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
     r["object"] = "response";
     r["created_at"] = created_;
     r["status"] = status;
-    r["model"] = ctx_.model_name;
+    r["model"] = m_->model_name;
     r["output"] = done_ ? output_.items() : json::array();
     r["error"] = nullptr;
     r["incomplete_details"] = nullptr;
@@ -214,6 +216,7 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
   }
 
   ServerContext& ctx_;
+  ModelRef m_;  // the request's model, loaded while the job lives
   std::shared_ptr<ResponseStore> store_;
   std::shared_ptr<Responder> r_;
   ResponsesRequest req_;
@@ -245,8 +248,14 @@ void create(ServerContext& ctx, const std::shared_ptr<ResponseStore>& store, Htt
   if (auto e = parse_responses_request(*body, ctx.defaults, lookup, &parsed, find_item))
     return reply_error(*r, *e);
   parsed.g.conversation_id = header_value(req, "x-conversation-id");
-  std::make_shared<ResponsesJob>(ctx, store, std::move(r), std::move(parsed), std::move(previous))
-      ->start();
+  auto job_req = std::make_shared<ResponsesRequest>(std::move(parsed));
+  with_model(
+      ctx, model_field(*body), r,
+      [&ctx, store, r, job_req, previous](ModelRef m) {
+        std::make_shared<ResponsesJob>(ctx, std::move(m), store, r, std::move(*job_req), previous)
+            ->start();
+      },
+      [r](const ApiError& e) { reply_error(*r, e); });
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+// The first step of every route that runs a model: the model the request names (its `model`
+// field), loaded, before anything reads its tokenizer or engine. An unknown name is a 404
+// (ApiError::model_not_found; each family answers it in its own shape); a model still loading is
+// waited for (its progress given to the route, for streams that show it).
+// Depends on server/common/server_context.h, server/models/model_registry.h.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/common/api_error.h"
+#include "server/common/server_context.h"
+#include "server/models/model_registry.h"
+
+namespace ponder::server {
+
+// The body's "model" (or, for Ollama's older clients, "name") when it is a string, else "".
+std::string model_field(const nlohmann::json& body);
+
+// Runs then(model) on the I/O thread once the named model is loaded (at once if it is), or
+// fail(error): 404 model_not_found for a name no model answers to, 503 when the server stops,
+// 500 when the model failed to load. on_progress is called while it loads. A client that goes
+// away while its model loads gets fail(499) once it is loaded, and nothing is submitted for it.
+void with_model(ServerContext& ctx, const std::string& name, const std::shared_ptr<Responder>& r,
+                std::function<void(ModelRef)> then, std::function<void(const ApiError&)> fail,
+                ModelRegistry::Progress on_progress = {});
+
+// True when the named model is known and must be loaded first (a stream may show progress).
+bool model_needs_load(ServerContext& ctx, const std::string& name);
+
+// The loaded model of this name (or the first model when several are offered and none is named)
+// for status routes (/props, /tokenize, ...): null when unknown; loads nothing.
+ModelRef loaded_model(ServerContext& ctx, const std::string& name);
+
+}  // namespace ponder::server
