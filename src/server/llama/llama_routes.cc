@@ -241,15 +241,17 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
       http::verb::get, "/health/live",
       [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { health_live(ctx, *r); }, true);
   // /tokenize and /detokenize use the body's "model" (default: the first), loading it if needed.
-  for (const auto& [path, fn] : {std::pair{"/tokenize", &tokenize}, {"/detokenize", &detokenize}}) {
-    router.add(http::verb::post, path, [&ctx, fn](HttpRequest&& q, std::shared_ptr<Responder> r) {
-      auto body = parse_json_body(q, *r);
-      if (!body) return;
-      auto b = std::make_shared<json>(std::move(*body));
-      with_model(
-          ctx, model_field(*b), r, [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
-          [r](const ApiError& e) { reply_error(*r, e); });
-    });
+  for (const auto& route : {std::pair{"/tokenize", &tokenize}, {"/detokenize", &detokenize}}) {
+    const auto fn = route.second;  // (a structured binding cannot be captured before C++20)
+    router.add(http::verb::post, route.first,
+               [&ctx, fn](HttpRequest&& q, std::shared_ptr<Responder> r) {
+                 auto body = parse_json_body(q, *r);
+                 if (!body) return;
+                 auto b = std::make_shared<json>(std::move(*body));
+                 with_model(
+                     ctx, model_field(*b), r, [r, b, fn](ModelRef m) { fn(*m, b.get(), *r); },
+                     [r](const ApiError& e) { reply_error(*r, e); });
+               });
   }
   // /props?model=NAME (default: the first model), loading it if needed.
   router.add(http::verb::get, "/props", [&ctx](HttpRequest&& q, std::shared_ptr<Responder> r) {
