@@ -109,8 +109,10 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   if (model.config().n_ctx_train > 0 && config_.max_context <= 0)
     ctx = std::min(ctx, model.config().n_ctx_train);
   max_context_ = static_cast<int32_t>(std::min(ctx, pool_positions));
-  if (!config_.draft) config_.max_draft = 0;
-  if (config_.draft) config_.draft->set_step_limit(config_.max_step_s);
+  if (config_.draft)
+    config_.draft->set_step_limit(config_.max_step_s);
+  else
+    config_.max_draft = 0;
   config_.max_draft = std::max(config_.max_draft, 0);
   config_.min_draft = std::clamp(config_.min_draft, 0, config_.max_draft);
   logits_.resize(static_cast<size_t>(config_.max_running) *
@@ -564,12 +566,16 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
   int64_t emitted = 0;
   for (auto [c, first] : to_sample) verify(*c, logits_.data() + first * n_vocab, &emitted);
 
-  const int32_t prompt_rows = plan.n_rows - plan.n_decode;
-  if (plan.n_decode > 0 && prompt_rows > 0)  // a chunk beside streams: its time against the model
-    log_debug("engine: step {} decode + {} prompt rows: {:.1f} ms (model {:.1f} + {:.2f}/row)",
-              plan.n_decode, prompt_rows, dt * 1e3, step_time_.decode_step_s() * 1e3,
-              step_time_.prompt_row_s() * 1e3);
-  step_time_.observe(plan.n_decode, prompt_rows, dt);
+  // Guess rows cost what prompt rows do (the time model weighs them alike) but are not prompt.
+  const int32_t extra_rows = plan.n_rows - plan.n_decode;
+  const int32_t prompt_rows = extra_rows - plan.n_draft;
+  if (plan.n_decode > 0 && extra_rows > 0)  // rows beside streams: their time against the model
+    log_debug(
+        "engine: step {} decode + {} prompt + {} guess rows: {:.1f} ms (model {:.1f} + "
+        "{:.2f}/row)",
+        plan.n_decode, prompt_rows, plan.n_draft, dt * 1e3, step_time_.decode_step_s() * 1e3,
+        step_time_.prompt_row_s() * 1e3);
+  step_time_.observe(plan.n_decode, extra_rows, dt);
   recorder_.update([&](EngineCounters& c) {
     c.steps++;
     c.step_sequences += static_cast<int64_t>(plan.chunks.size());
