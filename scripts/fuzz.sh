@@ -5,28 +5,33 @@
 # fuzz/corpus/<target>: a later run resumes from what earlier ones found, so hours add up across
 # sittings (`PONDER_FUZZ_DIR=~/ponder-fuzz scripts/fuzz.sh 3600`). A crash, a sanitizer report, a
 # leak, one allocation above 128 MiB or an RSS above 1 GiB is a finding: its input is kept in
-# build-fuzz/findings/ and the script fails. Prints executions, coverage and corpus per target.
+# <build>/findings/ and the script fails. Prints executions, coverage and corpus per target.
+# $PONDER_FUZZ_BUILD: the build directory (default build-fuzz; scripts/test.sh passes its clang
+# ASan build, configured with PONDER_FUZZ=ON, which then only builds the targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${1:-15}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_model fuzz_tokenizer fuzz_request fuzz_responses fuzz_http fuzz_safetensors fuzz_hf_files fuzz_grammar)
-WORK=${PONDER_FUZZ_DIR:-build-fuzz/work}
+B=${PONDER_FUZZ_BUILD:-build-fuzz}
+WORK=${PONDER_FUZZ_DIR:-$B/work}
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DPONDER_FUZZ=ON -DPONDER_TESTS=OFF -DPONDER_WERROR=OFF > /dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${TARGETS[@]}"
-mkdir -p build-fuzz/findings
+if ! grep -qs '^PONDER_FUZZ:BOOL=ON' "$B/CMakeCache.txt"; then
+  CC=clang CXX=clang++ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DPONDER_FUZZ=ON -DPONDER_TESTS=OFF -DPONDER_WERROR=OFF > /dev/null
+fi
+cmake --build "$B" -j"$(nproc)" --target "${TARGETS[@]}"
+mkdir -p "$B/findings"
 status=0
 printf '%-18s %10s %8s %8s %9s %s\n' target executions cov features corpus result
 for t in "${TARGETS[@]}"; do
   mkdir -p "$WORK/$t"
-  log=build-fuzz/$t.log
+  log=$B/$t.log
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    "build-fuzz/fuzz/$t" "$WORK/$t" "fuzz/corpus/$t" -max_total_time="$BUDGET" -malloc_limit_mb=128 -rss_limit_mb=1024 \
-    -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$t-" > "$log" 2>&1
+    "$B/fuzz/$t" "$WORK/$t" "fuzz/corpus/$t" -max_total_time="$BUDGET" -malloc_limit_mb=128 -rss_limit_mb=1024 \
+    -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$B/findings/$t-" > "$log" 2>&1
   rc=$?
   set -e
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
@@ -38,7 +43,7 @@ for t in "${TARGETS[@]}"; do
   # alone, still takes longer than the limit.
   if [ $rc -ne 0 ] && grep -q 'ERROR: libFuzzer: timeout' "$log"; then
     unit=$(grep -o 'Test unit written to [^ ]*timeout-[0-9a-f]*' "$log" | tail -1 | awk '{print $NF}')
-    if [ -n "$unit" ] && timeout 10 "build-fuzz/fuzz/$t" "$unit" > /dev/null 2>&1; then
+    if [ -n "$unit" ] && timeout 10 "$B/fuzz/$t" "$unit" > /dev/null 2>&1; then
       echo "$t: a timeout that did not reproduce (the input runs within 10 s alone): $unit kept, not a finding"
       rc=0
     fi

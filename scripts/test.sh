@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Ponder from scratch and runs every test: a Release build (what users run), an ASan+UBSan
-# build (hostile inputs, memory errors), and on x86-64 hosts the ARM check (scripts/cross_arm64.sh:
-# the kernels cross-compiled for aarch64, their tests run under qemu).
+# Builds Ponder from scratch and runs every test: a Release build (what users run, GCC), an
+# ASan+UBSan build (clang: hostile inputs, memory errors; the libFuzzer targets in the same build),
+# a TSan build of the engine and server tests, and on x86-64 hosts the ARM check
+# (scripts/cross_arm64.sh: the kernels cross-compiled for aarch64, their tests run under qemu).
 # Usage: scripts/test.sh [--fast] (Release only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,19 +52,23 @@ stage "The web page in headless Chromium against ponder serve"
 scripts/test_web.sh build
 
 if [ "${1:-}" != "--fast" ]; then
-  stage "ASan+UBSan build"
-  # -O1 -g1: half the compile time of -O2 -g (the build is most of CI), line numbers kept.
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    -DPONDER_SANITIZE=ON -DPONDER_TESTS=ON > /dev/null
-  cmake --build build-asan -j"$JOBS"
+  stage "ASan+UBSan build (clang; the fuzz targets too)"
+  # One build serves the tests under ASan+UBSan and the libFuzzer targets (every library carries
+  # the fuzzers' coverage counters): the build is most of CI. -O1 -g1: half the compile time of
+  # -O2 -g, line numbers kept. Warnings are errors in the GCC Release build.
+  CC=clang CXX=clang++ cmake -S . -B build-asan-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DPONDER_FUZZ=ON -DPONDER_TESTS=ON \
+    -DPONDER_WERROR=OFF > /dev/null
+  cmake --build build-asan-fuzz -j"$JOBS"
   stage "ASan+UBSan tests"
   # Left to the Release run: the goldens again under PONDER_ISA=avx2 (avx2.*Golden*: the AVX2
-  # order's numbers) and the engine's batch invariance for every type but a K-quant, Q8_0 and F16
-  # (the types differ only in kernels, whose memory use kernels_test checks here for every type
-  # and ISA); so for speculative decoding's exactness per type.
+  # order's numbers) and on the F32 file (the longest, its kernels in kernels_test here), the
+  # engine's batch invariance for every type but a K-quant, Q8_0 and F16 (the types differ only
+  # in kernels, whose memory use kernels_test checks here for every type and ISA), speculative
+  # decoding's exactness on all but the K-quant and Q8_0.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$JOBS" \
-    -E '^avx2\..*Golden|(EngineFormatTest|SpecDecodingTest).*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
+    ctest --test-dir build-asan-fuzz --output-on-failure -j"$JOBS" \
+    -E '^avx2\..*Golden|Golden.*"F32"|SpecDecodingTest.*"F16"|(EngineFormatTest|SpecDecodingTest).*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
   stage "TSan build (the engine and server tests only)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DPONDER_TSAN=ON -DPONDER_TESTS=ON > /dev/null
@@ -73,7 +78,7 @@ if [ "${1:-}" != "--fast" ]; then
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5:SpecDecodingTest.*:AllTypes/SpecDecodingTest.*/6'
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/server/server_test
   stage "Fuzzing (libFuzzer, ASan + UBSan): 10 s per target (scripts/fuzz.sh SECONDS for long runs)"
-  scripts/fuzz.sh 10
+  PONDER_FUZZ_BUILD=build-asan-fuzz scripts/fuzz.sh 10
   if [ "$(uname -m)" = "x86_64" ]; then
     stage "ARM64 kernels (cross-compiled, run under qemu)"
     scripts/cross_arm64.sh

@@ -41,7 +41,7 @@ int run_chat(int argc, char** argv) {
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
   EngineConfig engine_config = flags.engine_config(s.model->config());
-  std::unique_ptr<ModelSession> draft;
+  std::shared_ptr<SharedDraftModel> draft;
   if (Status st = flags.attach_draft(s, &engine_config, &draft); !st.is_ok())
     return fail("chat", st.message());
   Engine engine(*s.model, s.tokenizer, engine_config);

@@ -352,8 +352,11 @@ int run_serve(int argc, char** argv) {
   // model its session is kept for the start's log line.
   std::mutex last_mu;
   std::shared_ptr<ModelSession> last;
+  // --draft: one draft model for every loaded target (each its own KV cache in it); it unloads
+  // with the last of them.
+  std::weak_ptr<SharedDraftModel> shared_draft;
   server::ModelLoader loader =
-      [&flags, parallel, queue, single, &last_mu, &last](
+      [&flags, parallel, queue, single, &last_mu, &last, &shared_draft](
           const server::ModelSpec& spec,
           const server::LoadProgress& progress) -> Expected<server::LoadedModel> {
     PONDER_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> opened,
@@ -364,10 +367,10 @@ int run_serve(int argc, char** argv) {
     auto tmpl = s->chat_template(flags.template_name);
     if (!tmpl.has_value()) return tmpl.status().with_context(spec.path);
     server::LoadedModel l;
-    // The model's session, and its draft model's (--draft: each target has its own).
+    // The model's session, and the draft model's (--draft: shared by the loaded targets).
     struct Sessions {
       std::shared_ptr<ModelSession> target;
-      std::unique_ptr<ModelSession> draft;
+      std::shared_ptr<SharedDraftModel> draft;
     };
     auto sessions = std::make_shared<Sessions>();
     sessions->target = s;
@@ -377,7 +380,12 @@ int run_serve(int argc, char** argv) {
     l.engine = flags.engine_config(s->model->config());
     l.engine.max_running = parallel;
     l.engine.max_queue = queue;
-    PONDER_RETURN_IF_ERROR(flags.attach_draft(*s, &l.engine, &sessions->draft));
+    {
+      std::lock_guard<std::mutex> lock(last_mu);
+      sessions->draft = shared_draft.lock();
+      PONDER_RETURN_IF_ERROR(flags.attach_draft(*s, &l.engine, &sessions->draft));
+      shared_draft = sessions->draft;
+    }
     l.owner = sessions;
     l.load_s = s->load_s;
     if (single) {  // kept for the start's line; with several, it would keep an unloaded model

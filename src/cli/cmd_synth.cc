@@ -39,9 +39,15 @@ int run_synth(int argc, char** argv) {
   app.add_option("--preset", preset_name, "Model size: tiny, 1.5b, 7b, 14b, 32b")->required();
   app.add_option("output", output, "Output GGUF file")->required();
   app.add_option("--seed", seed, "Random seed (the same seed writes the same bytes)");
+  int64_t distinct_rows = 0;
   app.add_option("--type", type_name,
-                 "Type of the weight matrices: F16 (default), F32, BF16, Q8_0, Q4_K, ... "
-                 "(norms and biases are always F32)");
+                 "Type of the weight matrices: F16 (default), F32, BF16, Q8_0, Q4_K, ..., or a "
+                 "mix of ponder quantize (Q4_K_M, Q5_K_M, ...) (norms and biases are always F32)");
+  app.add_option("--distinct-rows", distinct_rows,
+                 "Draw only this many rows of each matrix and repeat them (0, the default: all); "
+                 "quantizing is the slow part, so a big preset in a quantized type is written in "
+                 "minutes. A forward pass's speed does not depend on the values")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--vocab", vocab_path,
                  "GGUF whose tokenizer.* keys are copied (default: shared/models/"
                  "vocab-r1-qwen.gguf, tiny-F32.gguf for --preset tiny)");
@@ -58,7 +64,9 @@ int run_synth(int argc, char** argv) {
                 "unknown preset '" + preset_name + "' (expected tiny, 1.5b, 7b, 14b or 32b)");
   }
   const auto type = ggml_type_from_name(type_name);
-  if (!type || !synth_supports_type(*type)) {
+  // A plain type first (every matrix in it); else a mix, the types `ponder quantize` would pick.
+  const auto mix = type ? std::nullopt : quant_mix_from_name(type_name);
+  if (!mix && (!type || !synth_supports_type(*type))) {
     return fail("synth", "cannot store weights as '" + type_name +
                              "' (one type for every matrix: F16, F32, BF16, Q8_0, Q4_0, Q4_K, ...; "
                              "for a mix like Q4_K_M, synth F16 then run ponder quantize)");
@@ -80,7 +88,9 @@ int run_synth(int argc, char** argv) {
   options.preset = preset;
   options.output_path = output;
   options.vocab_path = vocab_path;
-  options.type = *type;
+  if (type) options.type = *type;
+  options.mix = mix;
+  options.distinct_rows = distinct_rows;
   options.seed = seed;
   options.n_threads = n_threads;
   Timer timer;
@@ -96,7 +106,8 @@ int run_synth(int argc, char** argv) {
   const Status st = write_synth_model(options);
   if (!st.is_ok()) return fail("synth", st.message());
   std::printf("wrote %s: preset %s, %s, seed %llu, in %.1f s\n", output.c_str(),
-              preset->name.c_str(), std::string(ggml_type_name(*type)).c_str(),
+              preset->name.c_str(),
+              std::string(mix ? quant_mix_name(*mix) : ggml_type_name(*type)).c_str(),
               static_cast<unsigned long long>(seed), timer.seconds());
   return 0;
 }

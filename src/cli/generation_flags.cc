@@ -235,20 +235,28 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
 }
 
 Status GenerationFlags::attach_draft(const ModelSession& target, EngineConfig* config,
-                                     std::unique_ptr<ModelSession>* draft) const {
+                                     std::shared_ptr<SharedDraftModel>* draft) const {
   if (draft_path.empty()) return Status::ok();
-  auto session = ModelSession::open(draft_path, x16_cache_options());
-  if (!session.has_value())
-    return Status::errorf("--draft {}: {}", draft_path, session.status().message());
+  std::shared_ptr<SharedDraftModel> shared = *draft;
+  if (!shared) {
+    auto session = ModelSession::open(draft_path, x16_cache_options());
+    if (!session.has_value())
+      return Status::errorf("--draft {}: {}", draft_path, session.status().message());
+    shared = std::make_shared<SharedDraftModel>();
+    shared->session = std::move(*session);
+  }
   DraftModelOptions options;
   options.kv_positions = config->kv_positions;
-  auto source = DraftModel::create(*(*session)->model, (*session)->tokenizer, target.tokenizer,
+  options.forward_lock = shared->forward_lock;
+  ModelSession& s = *shared->session;
+  auto source = DraftModel::create(*s.model, s.tokenizer, target.tokenizer,
                                    target.model->config().n_vocab, options);
   if (!source.has_value())
     return Status::errorf("--draft {}: {}", draft_path, source.status().message());
   config->draft = std::shared_ptr<DraftSource>(std::move(*source));
-  log_info("speculative decoding: {} drafts ({} guesses a step at most)", draft_path, draft_max);
-  *draft = std::move(*session);
+  log_info("speculative decoding: {} drafts ({} guesses a step at most{})", draft_path, draft_max,
+           *draft ? ", shared with the other models it drafts for" : "");
+  *draft = std::move(shared);
   return Status::ok();
 }
 

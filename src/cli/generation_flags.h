@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "cli/model_session.h"
@@ -29,6 +31,12 @@ struct KvTypeFlags {
   Status validate(bool flash_attn) const;
   // The attention order, its scores and the KV types on the model.
   Status apply(Qwen2Model& model, bool flash_attn) const;
+};
+
+// A draft model (--draft) and the lock its forward passes take when it drafts for several targets.
+struct SharedDraftModel {
+  std::unique_ptr<ModelSession> session;
+  std::shared_ptr<std::mutex> forward_lock = std::make_shared<std::mutex>();
 };
 
 struct GenerationFlags {
@@ -60,10 +68,12 @@ struct GenerationFlags {
   Status validate() const;
   ThreadConfig thread_config() const;
   EngineConfig engine_config(const Qwen2Config& model) const;
-  // --draft: opens the draft model into *draft (it must outlive the engine), checks that it
-  // shares the target's tokenizer and makes it config's draft source. Nothing without --draft.
+  // --draft: checks that the draft model shares the target's tokenizer and makes it config's
+  // draft source. *draft is the draft model (it must outlive the engine): opened here if null,
+  // else shared with the targets it already drafts for (each target its own KV cache; their
+  // forward passes take turns). Nothing without --draft.
   Status attach_draft(const ModelSession& target, EngineConfig* config,
-                      std::unique_ptr<ModelSession>* draft) const;
+                      std::shared_ptr<SharedDraftModel>* draft) const;
   // The x16 layout cache: x16_cache_default() changed by --x16-cache and --x16-cache-size.
   X16CacheOptions x16_cache_options() const;
   // --mlock and --prio on the opened model; a refusal is a warning, the command goes on.

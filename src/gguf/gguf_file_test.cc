@@ -29,7 +29,7 @@ TEST(GgufFileTest, ReadsTinyModelMetadataAndTensors) {
   EXPECT_EQ(f->find_tensor("no.such.tensor"), nullptr);
   // Tensor data lies inside the file and is aligned.
   for (const TensorInfo& t : f->tensors()) {
-    EXPECT_EQ((t.data - (const uint8_t*)nullptr) % 32, 0) << t.name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 32, 0u) << t.name;
   }
 }
 

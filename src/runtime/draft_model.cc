@@ -211,8 +211,11 @@ bool DraftModel::run_pass(ThreadPool& pool, bool measure) {
   if (logits_.size() < n_logits * static_cast<size_t>(n_vocab)) {
     logits_.resize(n_logits * static_cast<size_t>(n_vocab));
   }
-  Timer timer;
+  std::unique_lock<std::mutex> lock;
+  if (options_.forward_lock) lock = std::unique_lock<std::mutex>(*options_.forward_lock);
+  Timer timer;  // after the lock: the measure is of this pass, not of another target's wait
   const Status st = model_.forward(batch_, cache_, logits_.data(), pool);
+  if (lock.owns_lock()) lock.unlock();
   if (!st.is_ok()) return false;  // the cache is untouched; nothing was filled
   const double seconds = timer.seconds();
   if (measure && static_cast<int64_t>(batch_.rows.size()) > kAlwaysCatchUp) {

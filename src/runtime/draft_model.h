@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,10 @@ struct DraftModelOptions {
   // Rows of a forward pass, and rows a propose() call spends catching up on long stretches (a
   // prompt): such a sequence is caught up over several calls and drafts once it is.
   int32_t max_rows = 256;
+  // Set when several DraftModels share one Qwen2Model (one draft model serving several targets,
+  // each on its own engine thread): the model's activations are one set, so each holds this lock
+  // around its forward passes. Each keeps its own KV cache and pool.
+  std::shared_ptr<std::mutex> forward_lock;
 };
 
 class DraftModel : public DraftSource {

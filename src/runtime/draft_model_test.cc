@@ -4,6 +4,7 @@
 
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/tiny_model_for_test.h"
@@ -131,6 +132,42 @@ TEST(DraftModelTest, BatchedProposalsAreThePlainGreedyContinuation) {
     std::string why;
     EXPECT_TRUE(d->kv_pool().check(&why)) << why;
   }
+}
+
+// One draft model serving two targets (ponder serve -m A -m B --draft D): two DraftModels on one
+// Qwen2Model, each called from its own engine thread with its own pool, their forward passes
+// taking turns by the shared lock. Each gives the plain greedy continuation every time.
+TEST(DraftModelTest, OneModelDraftsForTwoTargetsOnTwoThreads) {
+  Fixture f;
+  const std::vector<int32_t> a = f.encode("The quick brown fox jumps over the lazy dog.");
+  const std::vector<int32_t> b = f.encode("Counting: one, two, three, four, five,");
+  DraftModelOptions o;
+  o.kv_positions = 1024;
+  o.forward_lock = std::make_shared<std::mutex>();
+  auto da = f.make(o);
+  auto db = f.make(o);
+  const std::vector<int32_t> want_a = f.greedy(*da, a, 6);
+  const std::vector<int32_t> want_b = f.greedy(*db, b, 6);
+  auto run = [](DraftModel& d, const std::vector<int32_t>& prompt, const std::vector<int32_t>& want,
+                int* mismatches) {
+    ThreadPool pool(1);
+    for (int i = 0; i < 30; ++i) {
+      // A new sequence each time: a fresh catch-up and draft, the previous one forgotten.
+      const uint64_t seq = static_cast<uint64_t>(i);
+      if (propose(d, pool, {seq}, {prompt}, {6})[0] != want) ++*mismatches;
+      d.forget(seq);
+    }
+  };
+  int bad_a = 0, bad_b = 0;
+  std::thread ta(run, std::ref(*da), std::cref(a), std::cref(want_a), &bad_a);
+  std::thread tb(run, std::ref(*db), std::cref(b), std::cref(want_b), &bad_b);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(bad_a, 0);
+  EXPECT_EQ(bad_b, 0);
+  std::string why;
+  EXPECT_TRUE(da->kv_pool().check(&why)) << why;
+  EXPECT_TRUE(db->kv_pool().check(&why)) << why;
 }
 
 TEST(DraftModelTest, RollbackAfterRejectionGivesThePlainGreedyContinuation) {

@@ -112,7 +112,11 @@ __attribute__((target("avx,f16c"))) void store_f16_f16c(const float* x, int64_t 
   store_f16_scalar(x + i, n - i, y + i);
 }
 void store_f16(const float* x, int64_t n, uint16_t* y) {
+#if defined(__clang__)  // clang's __builtin_cpu_supports has no "f16c": every AVX2 CPU has it
+  static const bool has_f16c = __builtin_cpu_supports("avx2");
+#else
   static const bool has_f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
   if (has_f16c) {
     store_f16_f16c(x, n, y);
   } else {
@@ -212,6 +216,25 @@ int64_t SynthPlan::n_bytes() const {
 bool synth_supports_type(GgmlType type) {
   // Every storage type but Q8_K (activations only).
   return type != GgmlType::Q8_K && can_quantize(type);
+}
+
+Expected<SynthPlan> plan_synth_model(const SynthPreset& p, QuantMix mix) {
+  PONDER_ASSIGN_OR_RETURN(SynthPlan plan, plan_synth_model(p, GgmlType::F16));
+  for (auto& [key, value] : plan.metadata) {
+    if (key == "general.file_type") value = GgufValue::u32(quant_mix_file_type(mix));
+  }
+  MixModelInfo info;
+  info.n_layer = static_cast<int>(p.n_layer);
+  info.n_gqa = static_cast<int>(p.n_head / p.n_head_kv);
+  for (SynthTensor& t : plan.tensors) {
+    if (t.type == GgmlType::F32) continue;  // norms and biases
+    t.type = choose_tensor_type(mix, info, t.name, t.shape, t.type).type;
+    if (!synth_supports_type(t.type)) {
+      return Status::errorf("synth: {} would be stored as {}, which synth cannot write", t.name,
+                            ggml_type_name(t.type));
+    }
+  }
+  return plan;
 }
 
 Expected<SynthPlan> plan_synth_model(const SynthPreset& p, GgmlType type) {
@@ -350,7 +373,8 @@ void synth_fill_rows(const SynthTensor& tensor, uint64_t seed, int64_t row_begin
 Status write_synth_model(const SynthOptions& options) {
   PONDER_CHECK(options.preset != nullptr);
   const SynthPreset& preset = *options.preset;
-  PONDER_ASSIGN_OR_RETURN(SynthPlan plan, plan_synth_model(preset, options.type));
+  PONDER_ASSIGN_OR_RETURN(SynthPlan plan, options.mix ? plan_synth_model(preset, *options.mix)
+                                                      : plan_synth_model(preset, options.type));
   PONDER_ASSIGN_OR_RETURN(GgufFile vocab, GgufFile::open(options.vocab_path));
   PONDER_ASSIGN_OR_RETURN(auto tokenizer, synth_tokenizer_metadata(vocab, preset.n_vocab));
 
@@ -361,9 +385,10 @@ Status write_synth_model(const SynthOptions& options) {
   const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
   ThreadPool pool(n_threads);
   const uint64_t seed = options.seed;
+  const int64_t distinct_rows = options.distinct_rows;
   for (const SynthTensor& tensor : plan.tensors) {
     const SynthTensor* t = &tensor;
-    auto producer = [t, seed, &pool](uint8_t* out, int64_t n_bytes) -> Status {
+    auto producer = [t, seed, distinct_rows, &pool](uint8_t* out, int64_t n_bytes) -> Status {
       if (n_bytes != t->n_bytes()) {
         return Status::errorf("synth: {}: writer asked for {} bytes, expected {}", t->name, n_bytes,
                               t->n_bytes());
@@ -371,12 +396,17 @@ Status write_synth_model(const SynthOptions& options) {
       const int64_t row_len = t->shape[0];
       const int64_t row_bytes = ggml_row_bytes(t->type, row_len);
       const int64_t n_rows = t->n_elements() / row_len;
+      const int64_t n_drawn = distinct_rows > 0 ? std::min(n_rows, distinct_rows) : n_rows;
       // Chunks of ~64k elements keep both threads busy and the scratch row in L1/L2.
       const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_len);
-      pool.parallel_for(n_rows, grain, [&](int64_t begin, int64_t end) {
+      pool.parallel_for(n_drawn, grain, [&](int64_t begin, int64_t end) {
         std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(row_len)]);
         synth_fill_rows(*t, seed, begin, end - begin, scratch.get(), out + begin * row_bytes);
       });
+      for (int64_t r = n_drawn; r < n_rows; r += n_drawn) {
+        const int64_t n = std::min(n_drawn, n_rows - r);
+        std::memcpy(out + r * row_bytes, out, static_cast<size_t>(n * row_bytes));
+      }
       return Status::ok();
     };
     PONDER_RETURN_IF_ERROR(writer.add_tensor(tensor.name, tensor.type, tensor.shape, producer));

@@ -22,6 +22,7 @@
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_value.h"
+#include "quant/quant_mix.h"
 
 namespace ponder {
 
@@ -78,6 +79,10 @@ bool synth_supports_type(GgmlType type);
 
 // The metadata and tensor list of a preset with matrices stored as `type`.
 Expected<SynthPlan> plan_synth_model(const SynthPreset& preset, GgmlType type);
+// The same with each matrix in the type `ponder quantize` gives it in `mix` (Q4_K_M: Q4_K, with
+// Q6_K for output.weight and the use_more_bits layers' attn_v / ffn_down), and the mix's
+// general.file_type: the layout of a file made by synth F16 + quantize, without the F16 file.
+Expected<SynthPlan> plan_synth_model(const SynthPreset& preset, QuantMix mix);
 
 // All tokenizer.* keys of `vocab`, in its order, with the token list (and types, and scores if
 // any) padded to n_vocab with "[PAD<id>]" tokens of type UNUSED, as llama.cpp's converter pads a
@@ -96,7 +101,13 @@ struct SynthOptions {
   std::string output_path;
   std::string vocab_path;  // a GGUF with tokenizer.* keys
   GgmlType type = GgmlType::F16;
+  std::optional<QuantMix> mix;  // set: each matrix in its type in the mix (`type` unused)
   uint64_t seed = 0;
+  // > 0: only the first distinct_rows rows of each matrix are drawn (and quantized); the rest
+  // repeat them (row r is row r % distinct_rows). Quantizing is ~100x slower than drawing, so the
+  // 32B in Q4_K_M takes minutes instead of an hour; a forward pass's speed does not depend on the
+  // values. 0: every row drawn.
+  int64_t distinct_rows = 0;
   int n_threads = 0;  // 0: default_thread_count()
   // Called after each tensor is written: (tensors done, tensor count, bytes done, bytes total).
   std::function<void(size_t, size_t, int64_t, int64_t)> progress;

@@ -348,6 +348,78 @@ TEST(SynthWrite, BlockTypesHoldTheSameValues) {
   std::filesystem::remove(q8);
 }
 
+TEST(SynthPlan, MixGivesTheTypesOfPonderQuantize) {
+  const SynthPreset* p = find_synth_preset("14b");
+  ASSERT_NE(p, nullptr);
+  auto plan = plan_synth_model(*p, QuantMix::Q4_K_M);
+  ASSERT_TRUE(plan.has_value()) << plan.status().message();
+  EXPECT_EQ(plan_u32(*plan, "general.file_type"), 15u);  // MOSTLY_Q4_K_M
+  auto type_of = [&](const std::string& name) {
+    for (const SynthTensor& t : plan->tensors) {
+      if (t.name == name) return t.type;
+    }
+    ADD_FAILURE() << name;
+    return GgmlType::F32;
+  };
+  EXPECT_EQ(type_of("token_embd.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of("output.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of("output_norm.weight"), GgmlType::F32);
+  EXPECT_EQ(type_of("blk.7.attn_q.weight"), GgmlType::Q4_K);
+  // llama.cpp's use_more_bits for 48 layers: the first and last 6, then every third from 8.
+  EXPECT_EQ(type_of("blk.0.ffn_down.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of("blk.7.ffn_down.weight"), GgmlType::Q4_K);
+  EXPECT_EQ(type_of("blk.8.ffn_down.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of("blk.8.attn_v.weight"), GgmlType::Q6_K);
+  EXPECT_EQ(type_of("blk.8.attn_q.bias"), GgmlType::F32);
+  // The tensor data of the 14B Q4_K_M file session 22 made with synth F16 + ponder quantize
+  // (8,988,109,824 bytes with its metadata and alignment).
+  EXPECT_GT(plan->n_bytes(), 8'980'000'000);
+  EXPECT_LT(plan->n_bytes(), 8'988'109'824);
+}
+
+TEST(SynthWrite, DistinctRowsAreRepeated) {
+  const std::string all = temp_path("rows_all.gguf");
+  const std::string few = temp_path("rows_few.gguf");
+  SynthOptions options;
+  options.preset = find_synth_preset("tiny");
+  options.vocab_path = kTinyF32;
+  options.mix = QuantMix::Q4_K_M;
+  options.seed = 3;
+  options.output_path = all;
+  ASSERT_TRUE(write_synth_model(options).is_ok());
+  options.output_path = few;
+  options.distinct_rows = 5;
+  ASSERT_TRUE(write_synth_model(options).is_ok());
+  auto a = GgufFile::open(all);
+  auto b = GgufFile::open(few);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  int n_matrices = 0;
+  for (const TensorInfo& ta : a->tensors()) {
+    const TensorInfo* tb = b->find_tensor(ta.name);
+    ASSERT_NE(tb, nullptr) << ta.name;
+    ASSERT_EQ(tb->type, ta.type) << ta.name;
+    if (ta.shape.size() == 1) {
+      EXPECT_EQ(std::memcmp(ta.data, tb->data, static_cast<size_t>(ta.n_bytes)), 0) << ta.name;
+      continue;
+    }
+    ++n_matrices;
+    const int64_t row_bytes = ggml_row_bytes(ta.type, ta.shape[0]);
+    const int64_t n_rows = ta.n_elements / ta.shape[0];
+    const auto* x = static_cast<const uint8_t*>(ta.data);
+    const auto* y = static_cast<const uint8_t*>(tb->data);
+    for (int64_t r = 0; r < n_rows; ++r) {  // row r of the repeated file is row r % 5 of both
+      ASSERT_EQ(
+          std::memcmp(y + r * row_bytes, x + (r % 5) * row_bytes, static_cast<size_t>(row_bytes)),
+          0)
+          << ta.name << " row " << r;
+    }
+    EXPECT_NE(std::memcmp(x + 5 * row_bytes, x, static_cast<size_t>(row_bytes)), 0) << ta.name;
+  }
+  EXPECT_EQ(n_matrices, 2 + 2 * 7);
+  std::filesystem::remove(all);
+  std::filesystem::remove(few);
+}
+
 TEST(SynthWrite, MissingVocabularyIsAClearError) {
   SynthOptions options;
   options.preset = find_synth_preset("tiny");

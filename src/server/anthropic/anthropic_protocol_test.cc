@@ -13,8 +13,10 @@ using nlohmann::json;
 json user(const json& content) { return {{"role", "user"}, {"content", content}}; }
 json assistant(const json& content) { return {{"role", "assistant"}, {"content", content}}; }
 
-json body(json messages = json::array({user("Hi")})) {
-  return {{"model", "claude-anything"}, {"max_tokens", 64}, {"messages", std::move(messages)}};
+// The messages as a vector: body({m}) is then a list of one message with every compiler (a json
+// built from {m} is m itself with clang, a one-element array with GCC).
+json body(const std::vector<json>& messages = {user("Hi")}) {
+  return {{"model", "claude-anything"}, {"max_tokens", 64}, {"messages", messages}};
 }
 
 const json kWeatherTool = {{"name", "get_weather"},
@@ -104,7 +106,7 @@ TEST(AnthropicProtocolTest, ToolUseAndResultsBecomeR1Roles) {
                                     {"tool_use_id", "toolu_1"},
                                     {"content", {{{"type", "text"}, {"text", "sunny"}}}}},
                                    {{"type", "text"}, {"text", "And tomorrow?"}}}))});
-  j["tools"] = {kWeatherTool};
+  j["tools"] = json::array({kWeatherTool});
   j["tool_choice"] = {{"type", "tool"}, {"name", "get_weather"}};
   GenerationRequest g;
   ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &g));
@@ -136,7 +138,7 @@ TEST(AnthropicProtocolTest, ToolChoiceNoneAndErrorResults) {
                                     {"tool_use_id", "t1"},
                                     {"content", "no such city"},
                                     {"is_error", true}}}))});
-  j["tools"] = {kWeatherTool};
+  j["tools"] = json::array({kWeatherTool});
   j["tool_choice"] = {{"type", "none"}};
   GenerationRequest g;
   ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &g));
@@ -191,7 +193,7 @@ TEST(AnthropicProtocolTest, RefusesWhatAnthropicRefuses) {
   j = body();
   j["tool_choice"] = {{"type", "any"}};
   EXPECT_EQ(refusal(j).param, "tool_choice");
-  j["tools"] = {kWeatherTool};
+  j["tools"] = json::array({kWeatherTool});
   j["tool_choice"] = {{"type", "tool"}, {"name", "get_time"}};
   EXPECT_EQ(refusal(j).param, "tool_choice.tool.name");
   j["tools"] = {{{"name", "bad name"}, {"input_schema", {{"type", "object"}}}}};
@@ -232,7 +234,7 @@ TEST(AnthropicProtocolTest, UnimplementedFieldsAreRefusedByName) {
 
 TEST(AnthropicProtocolTest, ParallelCallsEffortAndOutputFormat) {
   json j = body();
-  j["tools"] = {kWeatherTool};
+  j["tools"] = json::array({kWeatherTool});
   j["tool_choice"] = {{"type", "any"}};
   GenerationRequest parallel, single;
   ASSERT_FALSE(parse_messages_request(j, ServingDefaults{}, false, &parallel));

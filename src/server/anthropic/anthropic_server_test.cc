@@ -187,7 +187,7 @@ TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
   Fixture f(uncached());
   json b = ask("Weather in Paris?", 200);
   b["thinking"] = {{"type", "disabled"}};
-  b["tools"] = {kWeather};
+  b["tools"] = json::array({kWeather});
   b["tool_choice"] = {{"type", "tool"}, {"name", "get_weather"}};
   const Reply r = post(f.port, "/v1/messages", b);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -209,7 +209,7 @@ TEST(AnthropicServerTest, ForcedToolCallWholeAndStreamed) {
 
   // The round trip: the call and its result sent back are accepted.
   json next = ask("Weather in Paris?", 8);
-  next["tools"] = {kWeather};
+  next["tools"] = json::array({kWeather});
   next["messages"].push_back({{"role", "assistant"}, {"content", w["content"]}});
   const json result = {
       {"type", "tool_result"}, {"tool_use_id", call["id"]}, {"content", "sunny, 21 C"}};
@@ -300,7 +300,7 @@ TEST(AnthropicServerTest, CountTokensMatchesTheMessageUsage) {
   const json u = r.j()["usage"];
   EXPECT_EQ(c.j()["input_tokens"].get<int>(),
             u["input_tokens"].get<int>() + u["cache_read_input_tokens"].get<int>());
-  b["tools"] = {kWeather};  // the tool list joins the prompt
+  b["tools"] = json::array({kWeather});  // the tool list joins the prompt
   EXPECT_GT(post(f.port, "/v1/messages/count_tokens", b).j()["input_tokens"].get<int>(),
             c.j()["input_tokens"].get<int>());
 }

@@ -34,25 +34,31 @@ json tool_input(const std::string& arguments) {
 // One request's message, built from its engine events on the I/O thread.
 class MessagesJob : public std::enable_shared_from_this<MessagesJob> {
  public:
-  MessagesJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g)
-      : ctx_(ctx), m_(std::move(m)), r_(std::move(r)), g_(std::move(g)) {
-    base_ = random_hex(24);
+  // base: the message id's random part (msg_<base>), made by a route that shows the id early.
+  MessagesJob(ServerContext& ctx, ModelRef m, std::shared_ptr<Responder> r, GenerationRequest g,
+              std::string base = "")
+      : ctx_(ctx), m_(std::move(m)), r_(std::move(r)), g_(std::move(g)), base_(std::move(base)) {
+    if (base_.empty()) base_ = random_hex(24);
     id_ = "msg_" + base_;
     if (g_.stream && g_.tool_calls) calls_ = std::make_unique<grammar::ToolCallStream>();
   }
 
-  void start() {
-    r_->add_header("request-id", id_);  // what Anthropic's SDKs report as the request's id
+  // stream_open: the stream was opened already (with the request-id; it waited for a load).
+  void start(bool stream_open = false) {
+    if (!stream_open) r_->add_header("request-id", id_);  // what Anthropic's SDKs report
     Submission sub;
-    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub))
-      return anthropic_error(*r_, *e);
+    if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
+      if (!stream_open) return anthropic_error(*r_, *e);
+      send(anthropic_error_json(*e));
+      return r_->end();
+    }
     n_prompt_ = sub.n_prompt;
     if (std::string(sub.cache) != "hit") {
       ctx_.active[id_] = {m_, sub.id};  // POST /v1/answer_now takes the message id too
       registered_ = true;
     }
     if (!g_.stream) return;
-    r_->start_stream(200, "text/event-stream");
+    if (!stream_open) r_->start_stream(200, "text/event-stream");
     json start = message(json::array(), nullptr);
     start["usage"]["output_tokens"] = 0;
     send({{"type", "message_start"}, {"message", start}});
@@ -288,13 +294,24 @@ std::optional<GenerationRequest> parse(ServerContext& ctx, const HttpRequest& re
 }
 
 // The request's model, loaded, then `then`; an unknown one is Anthropic's not_found_error.
+// waiting: set when the stream opened while the model loads (its error is then an event).
 void run_with_model(ServerContext& ctx, const std::string& name, std::shared_ptr<Responder> r,
-                    std::function<void(ModelRef)> then) {
-  with_model(ctx, name, r, std::move(then), [r, name](const ApiError& e) {
-    ApiError a = e;
-    if (e.code == "model_not_found") a.message = "model: " + name;  // Anthropic's words
-    anthropic_error(*r, a);
-  });
+                    std::function<void(ModelRef)> then, std::shared_ptr<bool> waiting = nullptr) {
+  with_model(
+      ctx, name, r,
+      [then = std::move(then), waiting](ModelRef m) {
+        if (waiting) *waiting = false;
+        then(std::move(m));
+      },
+      [r, name, waiting](const ApiError& e) {
+        ApiError a = e;
+        if (e.code == "model_not_found") a.message = "model: " + name;  // Anthropic's words
+        if (!waiting) return anthropic_error(*r, a);
+        *waiting = false;
+        const json j = anthropic_error_json(a);
+        r->write(sse_event(j["type"].get<std::string>(), dump(j)));
+        r->end();
+      });
 }
 
 }  // namespace
@@ -302,16 +319,29 @@ void run_with_model(ServerContext& ctx, const std::string& name, std::shared_ptr
 void add_anthropic_routes(Router& router, ServerContext& ctx) {
   router.set_error_shape("/v1/messages",
                          [](Responder& r, const ApiError& e) { anthropic_error(r, e); });
-  router.add(http::verb::post, "/v1/messages",
-             [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
-               std::string name;
-               auto g = parse(ctx, req, *r, false, &name);
-               if (!g) return;
-               auto job_g = std::make_shared<GenerationRequest>(std::move(*g));
-               run_with_model(ctx, name, r, [&ctx, r, job_g](ModelRef m) {
-                 std::make_shared<MessagesJob>(ctx, std::move(m), r, std::move(*job_g))->start();
-               });
-             });
+  router.add(
+      http::verb::post, "/v1/messages", [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {
+        std::string name;
+        auto g = parse(ctx, req, *r, false, &name);
+        if (!g) return;
+        // A stream whose model must load first opens now with pings (Anthropic's
+        // keep-alive, which its SDKs skip) until the model is there.
+        const std::string base = random_hex(24);
+        std::shared_ptr<bool> waiting =
+            open_stream_while_loading(ctx, name, g->stream, r,
+                                      [r] {
+                                        r->write(sse_event("ping", dump(json{{"type", "ping"}})));
+                                      },
+                                      {{"request-id", "msg_" + base}});
+        auto job_g = std::make_shared<GenerationRequest>(std::move(*g));
+        run_with_model(
+            ctx, name, r,
+            [&ctx, r, job_g, base, waiting](ModelRef m) {
+              std::make_shared<MessagesJob>(ctx, std::move(m), r, std::move(*job_g), base)
+                  ->start(waiting != nullptr);
+            },
+            waiting);
+      });
   // The prompt's tokens as the model's template renders them (tools and system included).
   router.add(http::verb::post, "/v1/messages/count_tokens",
              [&ctx](HttpRequest&& req, std::shared_ptr<Responder> r) {

@@ -40,6 +40,28 @@ bool model_needs_load(ServerContext& ctx, const std::string& name) {
   return index >= 0 && ctx.models->peek(index) == nullptr;
 }
 
+namespace {
+void beat_while(ServerContext& ctx, std::function<void()> beat, std::shared_ptr<bool> waiting) {
+  ctx.after(ctx.keepalive_s, [&ctx, beat = std::move(beat), waiting]() mutable {
+    if (!*waiting) return;
+    beat();
+    beat_while(ctx, std::move(beat), waiting);
+  });
+}
+}  // namespace
+
+std::shared_ptr<bool> open_stream_while_loading(ServerContext& ctx, const std::string& name,
+                                                bool stream, const std::shared_ptr<Responder>& r,
+                                                std::function<void()> beat,
+                                                const HttpHeaders& headers) {
+  if (!stream || !model_needs_load(ctx, name)) return nullptr;
+  r->start_stream(200, "text/event-stream", headers);
+  beat();
+  auto waiting = std::make_shared<bool>(true);
+  beat_while(ctx, std::move(beat), waiting);
+  return waiting;
+}
+
 ModelRef loaded_model(ServerContext& ctx, const std::string& name) {
   const int index = ctx.models->find(name);
   return index < 0 ? nullptr : ctx.models->peek(index);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +29,15 @@ void with_model(ServerContext& ctx, const std::string& name, const std::shared_p
 
 // True when the named model is known and must be loaded first (a stream may show progress).
 bool model_needs_load(ServerContext& ctx, const std::string& name);
+
+// A stream whose model must load first opens at once (200, text/event-stream, `headers`) so that
+// clients and proxies see bytes while a big model loads: beat() now and every keepalive_s until
+// the returned flag is cleared (the route clears it when with_model calls then or fail). Null,
+// and nothing written, when the request is no stream or its model needs no load.
+std::shared_ptr<bool> open_stream_while_loading(ServerContext& ctx, const std::string& name,
+                                                bool stream, const std::shared_ptr<Responder>& r,
+                                                std::function<void()> beat,
+                                                const HttpHeaders& headers = {});
 
 // The loaded model of this name (or the first model when several are offered and none is named)
 // for status routes (/props, /tokenize, ...): null when unknown; loads nothing.

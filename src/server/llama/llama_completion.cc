@@ -49,12 +49,15 @@ class LlamaCompletionJob : public std::enable_shared_from_this<LlamaCompletionJo
                      GenerationRequest g)
       : ctx_(ctx), m_(std::move(m)), r_(std::move(r)), g_(std::move(g)) {}
 
-  void start() {
+  // stream_open: the stream was opened already (it showed its model's load).
+  void start(bool stream_open = false) {
     Submission sub;
     if (auto e = submit_job(ctx_, m_, g_, *r_, shared_from_this(), &sub)) {
-      return reply_error(*r_, *e);
+      if (!stream_open) return reply_error(*r_, *e);
+      r_->write(sse_data(dump(e->to_json())));
+      return r_->end();
     }
-    if (g_.stream) r_->start_stream(200, "text/event-stream");
+    if (g_.stream && !stream_open) r_->start_stream(200, "text/event-stream");
   }
 
  private:
@@ -137,13 +140,37 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
   if (g.n != 1)
     return reply_error(*r, ApiError::unsupported("n", "'n' other than 1 on /completion"));
   g.conversation_id = header_value(req, "x-conversation-id");
+  const std::string name = model_field(b);
+  // A stream for a model that must load first: its load's progress as chunks with no content and
+  // a load_progress (as OpenAI streams show it), comment lines between them.
+  std::shared_ptr<bool> waiting = open_stream_while_loading(
+      ctx, name, g.stream, r, [r] { r->write(sse_comment("loading model")); });
+  ModelRegistry::Progress progress;
+  if (waiting) {
+    const std::string shown = ctx.models->spec(ctx.models->find(name)).name;
+    progress = [r, shown](double fraction, double seconds) {
+      r->write(sse_data(
+          dump(json{{"content", ""},
+                    {"stop", false},
+                    {"load_progress",
+                     {{"model", shown}, {"progress", fraction}, {"time_ms", seconds * 1000}}}})));
+    };
+  }
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));
   with_model(
-      ctx, model_field(b), r,
-      [&ctx, r, job_g](ModelRef m) {
-        std::make_shared<LlamaCompletionJob>(ctx, std::move(m), r, std::move(*job_g))->start();
+      ctx, name, r,
+      [&ctx, r, job_g, waiting](ModelRef m) {
+        if (waiting) *waiting = false;
+        std::make_shared<LlamaCompletionJob>(ctx, std::move(m), r, std::move(*job_g))
+            ->start(waiting != nullptr);
       },
-      [r](const ApiError& e) { reply_error(*r, e); });
+      [r, waiting](const ApiError& e) {
+        if (!waiting) return reply_error(*r, e);
+        *waiting = false;
+        r->write(sse_data(dump(e.to_json())));
+        r->end();
+      },
+      std::move(progress));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -319,6 +321,72 @@ TEST(MultiModelServerTest, RequestsForALoadingModelWaitAndSucceed) {
   EXPECT_TRUE(first_event["choices"].empty());
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(json::parse(events[events.size() - 2])["model"], "r1-small");
+}
+
+// Every family's stream opens while its model loads, in its own protocol's terms, then answers:
+// llama.cpp's /completion with load_progress chunks, Anthropic's with ping events (and the
+// request-id header at once), the Responses API with comment lines. A model that fails to load
+// then ends the stream with the protocol's error event.
+TEST(MultiModelServerTest, EveryFamilysStreamShowsTheLoadThenAnswers) {
+  struct Case {
+    const char* path;
+    json body;
+    const char* first;   // how the body begins: written before the model was there
+    const char* answer;  // in the body once answered
+    const char* error;   // in the body when the model fails to load
+  };
+  const json messages = json::array({{{"role", "user"}, {"content", "The sky is"}}});
+  const std::vector<Case> cases = {
+      {"/completion",
+       {{"prompt", "The sky is"}, {"n_predict", 4}, {"stream", true}},
+       ": loading model\n",
+       "\"stop\":true",
+       "could not be loaded"},
+      {"/v1/messages",
+       {{"max_tokens", 4}, {"messages", messages}, {"stream", true}},
+       "event: ping\n",
+       "event: message_stop",
+       "event: error"},
+      {"/v1/responses",
+       {{"input", "The sky is"}, {"max_output_tokens", 16}, {"stream", true}},
+       ": loading model\n",
+       "event: response.output_item.added",
+       "event: error"},
+  };
+  for (const Case& c : cases) {
+    Two t;
+    t.loads->delay_s = 0.2;
+    json body = c.body;
+    body["model"] = "r1-small";
+    const Reply r = post(t.port, c.path, body);
+    EXPECT_EQ(r.status, 200) << c.path << r.body;
+    EXPECT_EQ(r.body.substr(0, std::strlen(c.first)), c.first) << c.path;
+    EXPECT_NE(r.body.find(c.answer), std::string::npos) << c.path << ": " << r.body;
+    EXPECT_EQ(t.loads->count, 1) << c.path;
+    if (std::string(c.path) == "/completion") {  // and the load's progress, before the answer
+      const size_t at = r.body.find("\"load_progress\":{\"model\":\"r1-small\"");
+      EXPECT_LT(at, r.body.find(c.answer)) << r.body;
+    }
+  }
+  // The load fails (a file that is no model): the stream, open already, ends with an error.
+  for (const Case& c : cases) {
+    const std::string bad = ::testing::TempDir() + "not-a-model.gguf";
+    { std::ofstream(bad) << "not a gguf file"; }
+    ServerConfig config = uncached();
+    config.port = 0;
+    ModelSpec spec = tiny_spec("Q8_0", "broken");
+    spec.path = bad;
+    auto loads = std::make_shared<Loads>();
+    loads->delay_s = 0.1;
+    Server server(config, {spec}, tiny_loader(loads));
+    ASSERT_TRUE(server.start().is_ok());
+    json body = c.body;
+    body["model"] = "broken";
+    const Reply r = post(server.port(), c.path, body);
+    EXPECT_EQ(r.status, 200) << c.path;  // the status line went out before the load failed
+    EXPECT_EQ(r.body.substr(0, std::strlen(c.first)), c.first) << c.path;
+    EXPECT_NE(r.body.find(c.error), std::string::npos) << c.path << ": " << r.body;
+  }
 }
 
 TEST(MultiModelServerTest, AClientThatLeavesWhileItsModelLoadsSubmitsNothing) {

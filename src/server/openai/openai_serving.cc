@@ -319,17 +319,6 @@ class OpenAiJob : public std::enable_shared_from_this<OpenAiJob> {
   std::string error_;
 };
 
-// A comment line every keepalive_s while a stream waits for its model to load (between the
-// progress chunks, which a long step of the load may space out), until *waiting is false.
-void keep_alive_while_loading(ServerContext& ctx, std::shared_ptr<Responder> r,
-                              std::shared_ptr<bool> waiting) {
-  ctx.after(ctx.keepalive_s, [&ctx, r, waiting] {
-    if (!*waiting) return;
-    r->write(sse_comment("loading model"));
-    keep_alive_while_loading(ctx, r, waiting);
-  });
-}
-
 template <auto Parse>
 void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) {
   auto body = parse_json_body(req, *r);
@@ -339,14 +328,14 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   g.conversation_id = header_value(req, "x-conversation-id");
   const std::string name = model_field(*body);
   // A stream for a model that must load first opens now and shows the load's progress, as
-  // llama.cpp's prompt_progress shows a prompt's: chunks with no choices and a load_progress.
-  const bool streaming = g.stream && model_needs_load(ctx, name);
+  // llama.cpp's prompt_progress shows a prompt's: chunks with no choices and a load_progress
+  // (comment lines between them, which a long step of the load may space out).
+  std::shared_ptr<bool> waiting = open_stream_while_loading(
+      ctx, name, g.stream, r, [r] { r->write(sse_comment("loading model")); });
+  const bool streaming = waiting != nullptr;
+  if (!waiting) waiting = std::make_shared<bool>(false);
   ModelRegistry::Progress progress;
-  auto waiting = std::make_shared<bool>(streaming);
   if (streaming) {
-    r->start_stream(200, "text/event-stream");
-    r->write(sse_comment("loading model"));
-    keep_alive_while_loading(ctx, r, waiting);
     const int index = ctx.models->find(name);
     const std::string shown = ctx.models->spec(index).name;
     const char* object = g.chat ? "chat.completion.chunk" : "text_completion";

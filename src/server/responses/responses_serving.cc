@@ -93,6 +93,17 @@ void list_input_items(const StoredResponse& stored, const HttpRequest& req, Resp
               {"has_more", has_more}});
 }
 
+// An error after the stream opened: the Responses API's `error` event, then the end.
+void stream_error(Responder& r, const ApiError& e) {
+  json j = {{"type", "error"},
+            {"code", e.code.empty() ? e.type : e.code},
+            {"message", e.message},
+            {"param", nullptr}};
+  if (!e.param.empty()) j["param"] = e.param;
+  r.write(sse_event("error", dump(j)));
+  r.end();
+}
+
 // One request's response, built from its engine events on the I/O thread.
 class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
  public:
@@ -111,18 +122,20 @@ class ResponsesJob : public std::enable_shared_from_this<ResponsesJob> {
     created_ = unix_seconds();
   }
 
-  void start() {
+  // stream_open: the stream was opened already (it waited for its model's load).
+  void start(bool stream_open = false) {
     Submission sub;
     if (auto e = submit_job(ctx_, m_, req_.g, *r_, shared_from_this(), &sub)) {
       if (e->param == "messages") e->param = "input";  // the conversation is too long
-      return reply_error(*r_, *e);
+      if (!stream_open) return reply_error(*r_, *e);
+      return stream_error(*r_, *e);
     }
     if (std::string(sub.cache) != "hit") {  // POST /v1/answer_now {"id": "resp_..."}
       ctx_.active[id_] = {m_, sub.id};
       registered_ = true;
     }
     if (!req_.g.stream) return;
-    r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
+    if (!stream_open) r_->start_stream(200, "text/event-stream", {{"X-Request-Id", id_}});
     const json r = response("in_progress");
     send("response.created", {{"response", r}});
     send("response.in_progress", {{"response", r}});
@@ -248,14 +261,24 @@ void create(ServerContext& ctx, const std::shared_ptr<ResponseStore>& store, Htt
   if (auto e = parse_responses_request(*body, ctx.defaults, lookup, &parsed, find_item))
     return reply_error(*r, *e);
   parsed.g.conversation_id = header_value(req, "x-conversation-id");
+  const std::string name = model_field(*body);
+  // A stream whose model must load first opens now: comment lines while it loads (the API has
+  // no event for a load; every SSE client skips comments).
+  std::shared_ptr<bool> waiting = open_stream_while_loading(
+      ctx, name, parsed.g.stream, r, [r] { r->write(sse_comment("loading model")); });
   auto job_req = std::make_shared<ResponsesRequest>(std::move(parsed));
   with_model(
-      ctx, model_field(*body), r,
-      [&ctx, store, r, job_req, previous](ModelRef m) {
+      ctx, name, r,
+      [&ctx, store, r, job_req, previous, waiting](ModelRef m) {
+        if (waiting) *waiting = false;
         std::make_shared<ResponsesJob>(ctx, std::move(m), store, r, std::move(*job_req), previous)
-            ->start();
+            ->start(waiting != nullptr);
       },
-      [r](const ApiError& e) { reply_error(*r, e); });
+      [r, waiting](const ApiError& e) {
+        if (!waiting) return reply_error(*r, e);
+        *waiting = false;
+        stream_error(*r, e);
+      });
 }
 
 }  // namespace
