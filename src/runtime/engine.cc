@@ -432,9 +432,16 @@ void Engine::propose_drafts(ThreadPool& pool) {
   if (!config_.draft) return;
   std::vector<Sequence*> seqs = scheduler_.decoding_sequences();
   // One more row, and drafting one more token, against the step time a sequence accounts for.
-  const double step_s = step_time_.decode_step_s(), row_s = step_time_.prompt_row_s();
-  if (step_s < 0) return;  // a plain step first: it measures what guesses are weighed against
-  double extra = 0.1;      // until a row's cost is measured
+  // A guess row's own cost once steps with guesses measured it, a prompt row's until then.
+  const double step_s = step_time_.decode_step_s();
+  const double row_s =
+      step_time_.guess_row_s() >= 0 ? step_time_.guess_row_s() : step_time_.prompt_row_s();
+  // A plain step first, and now and then: it measures what guesses are weighed against.
+  if (step_s < 0 || step_time_.wants_plain_step()) {
+    for (Sequence* s : seqs) s->draft.clear();
+    return;
+  }
+  double extra = 0.1;  // until a row's cost is measured
   if (row_s >= 0 && !seqs.empty()) {
     const double draft_s = config_.draft->seconds_per_token();
     extra = (row_s + draft_s) * static_cast<double>(seqs.size()) / step_s;
@@ -566,7 +573,6 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
   int64_t emitted = 0;
   for (auto [c, first] : to_sample) verify(*c, logits_.data() + first * n_vocab, &emitted);
 
-  // Guess rows cost what prompt rows do (the time model weighs them alike) but are not prompt.
   const int32_t extra_rows = plan.n_rows - plan.n_decode;
   const int32_t prompt_rows = extra_rows - plan.n_draft;
   if (plan.n_decode > 0 && extra_rows > 0)  // rows beside streams: their time against the model
@@ -575,7 +581,7 @@ void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
         "{:.2f}/row)",
         plan.n_decode, prompt_rows, plan.n_draft, dt * 1e3, step_time_.decode_step_s() * 1e3,
         step_time_.prompt_row_s() * 1e3);
-  step_time_.observe(plan.n_decode, extra_rows, dt);
+  step_time_.observe(plan.n_decode, prompt_rows, dt, plan.n_draft);
   recorder_.update([&](EngineCounters& c) {
     c.steps++;
     c.step_sequences += static_cast<int64_t>(plan.chunks.size());

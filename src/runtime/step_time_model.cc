@@ -4,10 +4,28 @@
 
 namespace ponder {
 
-void StepTimeModel::observe(int32_t n_decode, int32_t n_prompt, double seconds) {
+void StepTimeModel::observe(int32_t n_decode, int32_t n_prompt, double seconds, int32_t n_guess) {
+  if (n_prompt == 0 && n_guess > 0) {
+    if (n_decode <= 0 || decode_s_ < 0) return;  // no decode step to weigh the guesses against
+    ++guess_steps_since_plain_;
+    const double per_guess = (seconds - decode_s_) / n_guess;
+    // (Not judged against a prompt row's cost: a few rows beside the decode rows cost less.)
+    if (per_guess <= 0 || (guess_row_s_ > 0 && per_guess < 0.5 * guess_row_s_)) {
+      // The fixed part is stale (the first steps after a load are slow): only a plain step can
+      // measure it again, since the guesses' part cannot be told from it in this step.
+      fixed_stale_ = true;
+      return;
+    }
+    guess_row_s_ = guess_row_s_ < 0 ? per_guess : 0.8 * guess_row_s_ + 0.2 * per_guess;
+    return;
+  }
+  n_prompt += n_guess;
   if (n_decode + n_prompt <= 0) return;
   if (n_prompt == 0) {
-    decode_s_ = decode_s_ < 0 ? seconds : 0.8 * decode_s_ + 0.2 * seconds;
+    // After a stale mark this step is the fresh measure the guess steps wait for: taken whole.
+    decode_s_ = decode_s_ < 0 || fixed_stale_ ? seconds : 0.8 * decode_s_ + 0.2 * seconds;
+    guess_steps_since_plain_ = 0;
+    fixed_stale_ = false;
     return;
   }
   last_chunk_beside_ = n_decode > 0 ? n_prompt : 0;
