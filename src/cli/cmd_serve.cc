@@ -350,13 +350,13 @@ int run_serve(int argc, char** argv) {
 
   // Loads one model (on the registry's loader thread; before the start with one model). With one
   // model its session is kept for the start's log line.
-  std::mutex last_mu;
+  std::mutex loader_mu;  // guards last and shared_draft
   std::shared_ptr<ModelSession> last;
   // --draft: one draft model for every loaded target (each its own KV cache in it); it unloads
   // with the last of them.
   std::weak_ptr<SharedDraftModel> shared_draft;
   server::ModelLoader loader =
-      [&flags, parallel, queue, single, &last_mu, &last, &shared_draft](
+      [&flags, parallel, queue, single, &loader_mu, &last, &shared_draft](
           const server::ModelSpec& spec,
           const server::LoadProgress& progress) -> Expected<server::LoadedModel> {
     PONDER_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> opened,
@@ -381,7 +381,7 @@ int run_serve(int argc, char** argv) {
     l.engine.max_running = parallel;
     l.engine.max_queue = queue;
     {
-      std::lock_guard<std::mutex> lock(last_mu);
+      std::lock_guard<std::mutex> lock(loader_mu);
       sessions->draft = shared_draft.lock();
       PONDER_RETURN_IF_ERROR(flags.attach_draft(*s, &l.engine, &sessions->draft));
       shared_draft = sessions->draft;
@@ -389,7 +389,7 @@ int run_serve(int argc, char** argv) {
     l.owner = sessions;
     l.load_s = s->load_s;
     if (single) {  // kept for the start's line; with several, it would keep an unloaded model
-      std::lock_guard<std::mutex> lock(last_mu);
+      std::lock_guard<std::mutex> lock(loader_mu);
       last = s;
     }
     return l;

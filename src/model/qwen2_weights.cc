@@ -164,11 +164,14 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   // serve does, for its progress) does not peak at the weights twice over (session 23: the 14B
   // at 15.6 GB for an 8.99 GB file; a 32B would not fit 24 GB). If the read fails, the
   // interleave reads them again.
-  if (use_cache && release_file_pages && std::filesystem::exists(path)) {
-    for (WeightView* v : views) {
-      if (!(tied_output && v == &output))
-        release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
-    }
+  // The output matrix may be the embedding too (tied), whose rows are still looked up.
+  auto release_file = [&](WeightView* v) {
+    if (release_file_pages && !(tied_output && v == &output))
+      release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
+  };
+  const bool released_first = use_cache && std::filesystem::exists(path);
+  if (released_first) {
+    for (WeightView* v : views) release_file(v);
   }
   result.from_cache =
       use_cache && x16_cache_read(path, fingerprint, result.layout, region, total, pool);
@@ -184,9 +187,7 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
       });
     }
     v->x16 = dst;
-    // The output matrix may be the embedding too (tied), whose rows are still looked up.
-    if (release_file_pages && !(tied_output && v == &output))
-      release_pages(v->data, static_cast<size_t>(v->row_bytes() * v->n_out));
+    if (!(released_first && result.from_cache)) release_file(v);
   }
   return result;
 }

@@ -40,6 +40,10 @@ bool model_needs_load(ServerContext& ctx, const std::string& name) {
   return index >= 0 && ctx.models->peek(index) == nullptr;
 }
 
+nlohmann::json load_progress_json(const std::string& model, double fraction, double seconds) {
+  return {{"model", model}, {"progress", fraction}, {"time_ms", seconds * 1000}};
+}
+
 namespace {
 void beat_while(ServerContext& ctx, std::function<void()> beat, std::shared_ptr<bool> waiting) {
   ctx.after(ctx.keepalive_s, [&ctx, beat = std::move(beat), waiting]() mutable {

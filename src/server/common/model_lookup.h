@@ -30,6 +30,10 @@ void with_model(ServerContext& ctx, const std::string& name, const std::shared_p
 // True when the named model is known and must be loaded first (a stream may show progress).
 bool model_needs_load(ServerContext& ctx, const std::string& name);
 
+// The load_progress object of a stream waiting for `model` (OpenAI and llama.cpp chunks carry it):
+// {"model", "progress" (0 to 1), "time_ms"}.
+nlohmann::json load_progress_json(const std::string& model, double fraction, double seconds);
+
 // A stream whose model must load first opens at once (200, text/event-stream, `headers`) so that
 // clients and proxies see bytes while a big model loads: beat() now and every keepalive_s until
 // the returned flag is cleared (the route clears it when with_model calls then or fail). Null,

@@ -149,11 +149,10 @@ void serve_completion(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Res
   if (waiting) {
     const std::string shown = ctx.models->spec(ctx.models->find(name)).name;
     progress = [r, shown](double fraction, double seconds) {
-      r->write(sse_data(
-          dump(json{{"content", ""},
-                    {"stop", false},
-                    {"load_progress",
-                     {{"model", shown}, {"progress", fraction}, {"time_ms", seconds * 1000}}}})));
+      r->write(
+          sse_data(dump(json{{"content", ""},
+                             {"stop", false},
+                             {"load_progress", load_progress_json(shown, fraction, seconds)}})));
     };
   }
   auto job_g = std::make_shared<GenerationRequest>(std::move(g));

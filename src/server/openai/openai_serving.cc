@@ -333,19 +333,16 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   std::shared_ptr<bool> waiting = open_stream_while_loading(
       ctx, name, g.stream, r, [r] { r->write(sse_comment("loading model")); });
   const bool streaming = waiting != nullptr;
-  if (!waiting) waiting = std::make_shared<bool>(false);
   ModelRegistry::Progress progress;
   if (streaming) {
-    const int index = ctx.models->find(name);
-    const std::string shown = ctx.models->spec(index).name;
+    const std::string shown = ctx.models->spec(ctx.models->find(name)).name;
     const char* object = g.chat ? "chat.completion.chunk" : "text_completion";
     progress = [r, shown, object](double fraction, double seconds) {
       const json c = {{"object", object},
                       {"created", unix_seconds()},
                       {"model", shown},
                       {"choices", json::array()},
-                      {"load_progress",
-                       {{"model", shown}, {"progress", fraction}, {"time_ms", seconds * 1000}}}};
+                      {"load_progress", load_progress_json(shown, fraction, seconds)}};
       r->write(sse_data(dump(c)));
     };
   }
@@ -353,12 +350,12 @@ void serve(ServerContext& ctx, HttpRequest&& req, std::shared_ptr<Responder> r) 
   with_model(
       ctx, name, r,
       [&ctx, r, job_g, streaming, waiting](ModelRef m) {
-        *waiting = false;
+        if (waiting) *waiting = false;
         std::make_shared<OpenAiJob>(ctx, std::move(m), r, std::move(*job_g))->start(streaming);
       },
       [r, streaming, waiting](const ApiError& e) {
-        *waiting = false;
         if (!streaming) return reply_error(*r, e);
+        *waiting = false;
         r->write(sse_data(dump(e.to_json())));
         r->write(sse_data("[DONE]"));
         r->end();
