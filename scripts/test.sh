@@ -46,6 +46,8 @@ stage "Startup refusals (scripts/test_startup.py)"
 python3 scripts/test_startup.py build
 stage "The response cache killed -9 ten times, a full disk, a read-only directory (scripts/test_cache_crash.py)"
 python3 scripts/test_cache_crash.py build --kills 10
+stage "The prefix cache on disk: a restart mid-conversation, kill -9 three times, a full disk, a read-only directory (scripts/test_kv_disk.py)"
+python3 scripts/test_kv_disk.py build --kills 3
 stage "Soak, 60 s of it (scripts/soak.py; 30 minutes by hand)"
 python3 scripts/soak.py build --seconds 60
 stage "The web page in headless Chromium against ponder serve"

@@ -40,7 +40,7 @@ int run_chat(int argc, char** argv) {
   if (!tmpl.has_value()) return fail("chat", tmpl.status().message());
   const bool thinking = tmpl->format() == text::ChatFormat::kDeepSeekR1;
 
-  EngineConfig engine_config = flags.engine_config(s.model->config());
+  EngineConfig engine_config = flags.engine_config(s);
   std::shared_ptr<SharedDraftModel> draft;
   if (Status st = flags.attach_draft(s, &engine_config, &draft); !st.is_ok())
     return fail("chat", st.message());

@@ -50,7 +50,7 @@ int run_run(int argc, char** argv) {
   }
   if (tokens.empty()) return fail("run", "the prompt is empty");
 
-  EngineConfig engine_config = flags.engine_config(s.model->config());
+  EngineConfig engine_config = flags.engine_config(s);
   std::shared_ptr<SharedDraftModel> draft;
   if (Status st = flags.attach_draft(s, &engine_config, &draft); !st.is_ok())
     return fail("run", st.message());

@@ -377,7 +377,7 @@ int run_serve(int argc, char** argv) {
     l.model = s->model.get();
     l.tokenizer = &s->tokenizer;
     l.chat_template = std::make_shared<const text::ChatTemplate>(std::move(*tmpl));
-    l.engine = flags.engine_config(s->model->config());
+    l.engine = flags.engine_config(*s);
     l.engine.max_running = parallel;
     l.engine.max_queue = queue;
     {

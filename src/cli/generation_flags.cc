@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/process_priority.h"
 #include "cli/model_session.h"
+#include "gguf/model_fingerprint.h"
 #include "runtime/draft_model.h"
 #include "runtime/ngram_draft.h"
 
@@ -130,6 +131,15 @@ void GenerationFlags::add_to(CLI::App& app) {
                  "GiB the x16 cache may hold in all; the least recently used files go first "
                  "(default 32, PONDER_X16_CACHE_GIB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--kv-disk", kv_disk,
+                 "keep the K/V blocks of finished conversations in this directory, so a prompt "
+                 "that begins with one reads them back instead of computing them, across restarts "
+                 "(default: off)");
+  app.add_option("--kv-disk-size", kv_disk_gib,
+                 "GiB the --kv-disk directory may hold, every model's files together; the least "
+                 "recently used go first")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--spec", spec,
                  "speculative decoding: off, or ngram (prompt lookup: guesses copied from earlier "
                  "in the context, verified as extra rows of the same forward pass; the output is "
@@ -231,6 +241,14 @@ EngineConfig GenerationFlags::engine_config(const Qwen2Config& model) const {
   if (spec == "ngram") c.draft = std::make_shared<NgramDraft>();
   c.min_draft = draft_min;
   c.max_draft = draft_max;
+  c.kv_disk.dir = kv_disk;
+  c.kv_disk.max_bytes = static_cast<int64_t>(kv_disk_gib * double(int64_t{1} << 30));
+  return c;
+}
+
+EngineConfig GenerationFlags::engine_config(const ModelSession& session) const {
+  EngineConfig c = engine_config(session.model->config());
+  if (!c.kv_disk.dir.empty()) c.model_fingerprint = model_fingerprint(session.file);
   return c;
 }
 

@@ -57,6 +57,8 @@ struct GenerationFlags {
   int prio = 0;
   std::string x16_cache;     // --x16-cache: "" the default directory, "off", or a directory
   double x16_cache_gib = 0;  // --x16-cache-size in GiB (0: the default bound)
+  std::string kv_disk;       // --kv-disk: the prefix cache's directory on disk ("" off)
+  double kv_disk_gib = 4;    // --kv-disk-size
   // Speculative decoding: --spec ngram (prompt lookup), --draft-min / --draft-max guesses a step.
   std::string spec = "off";
   std::string draft_path;  // --draft: a smaller model with the same tokenizer drafts
@@ -68,6 +70,8 @@ struct GenerationFlags {
   Status validate() const;
   ThreadConfig thread_config() const;
   EngineConfig engine_config(const Qwen2Config& model) const;
+  // The same for an opened model, with its fingerprint (the disk tier's key).
+  EngineConfig engine_config(const ModelSession& session) const;
   // --draft: checks that the draft model shares the target's tokenizer and makes it config's
   // draft source. *draft is the draft model (it must outlive the engine): opened here if null,
   // else shared with the targets it already drafts for (each target its own KV cache; their

@@ -37,6 +37,7 @@ class KvCache {
   KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks,
           int64_t block_size, KvType k_type = KvType::kF16, KvType v_type = KvType::kF16);
 
+  int64_t n_layer() const { return n_layer_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t block_size() const { return block_size_; }
   int64_t n_head_kv() const { return n_head_kv_; }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/file_io.h"
 #include "base/log.h"
 
 namespace ponder {
@@ -18,7 +19,6 @@ namespace {
 constexpr char kMagic[8] = {'P', 'O', 'N', 'D', 'X', '1', '6', '\0'};
 constexpr uint32_t kVersion = 1;
 constexpr int64_t kHeaderBytes = 4096;  // the copies start page-aligned
-constexpr int64_t kPiece = int64_t{1} << 20;
 
 struct Header {
   char magic[8];
@@ -30,69 +30,12 @@ struct Header {
   uint64_t checksum;
 };
 
-uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-uint64_t piece_hash(const uint8_t* p, int64_t n) {
-  uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull,
-                   0x082efa98ec4e6c89ull};
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int l = 0; l < 4; ++l) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * l, 8);
-      h[l] = rotl(h[l] ^ w, 31) * 0x9e3779b97f4a7c15ull;
-    }
-  }
-  for (; i < n; ++i) h[0] = rotl(h[0] ^ p[i], 31) * 0x9e3779b97f4a7c15ull;
-  return rotl(h[0], 1) ^ rotl(h[1], 7) ^ rotl(h[2], 13) ^ rotl(h[3], 19) ^ static_cast<uint64_t>(n);
-}
-
-bool read_all(int fd, uint8_t* dst, int64_t n, int64_t offset) {
-  while (n > 0) {
-    const ssize_t got =
-        ::pread(fd, dst, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)), offset);
-    if (got <= 0) return false;
-    dst += got;
-    n -= got;
-    offset += got;
-  }
-  return true;
-}
-
-bool write_all(int fd, const uint8_t* src, int64_t n) {
-  while (n > 0) {
-    const ssize_t put =
-        ::write(fd, src, static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 30)));
-    if (put <= 0) return false;
-    src += put;
-    n -= put;
-  }
-  return true;
-}
-
 void fill(char* dst, const std::string& s) {
   std::memset(dst, 0, 32);
   std::memcpy(dst, s.data(), std::min<size_t>(32, s.size()));
 }
 
 }  // namespace
-
-uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool) {
-  const int64_t pieces = (n + kPiece - 1) / kPiece;
-  std::vector<uint64_t> h(static_cast<size_t>(pieces));
-  auto run = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      h[static_cast<size_t>(i)] = piece_hash(p + i * kPiece, std::min(kPiece, n - i * kPiece));
-  };
-  if (pool != nullptr) {
-    pool->parallel_for(pieces, 1, run);
-  } else {
-    run(0, pieces);
-  }
-  uint64_t all = static_cast<uint64_t>(n);
-  for (uint64_t x : h) all = rotl(all ^ x, 31) * 0x9e3779b97f4a7c15ull;
-  return all;
-}
 
 X16CacheOptions x16_cache_default() {
   X16CacheOptions o;
@@ -208,7 +151,7 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint,
   struct stat st {};
   Header h{};
   bool ok = ::fstat(fd, &st) == 0 && st.st_size == kHeaderBytes + bytes &&
-            read_all(fd, reinterpret_cast<uint8_t*>(&h), sizeof h, 0) &&
+            pread_all(fd, reinterpret_cast<uint8_t*>(&h), sizeof h, 0) &&
             std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion &&
             h.header_bytes == kHeaderBytes && h.bytes == bytes;
   if (ok) {
@@ -224,10 +167,10 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint,
     pool.parallel_for((bytes + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t n = std::min(kChunk, bytes - i * kChunk);
-        if (!read_all(fd, region + i * kChunk, n, kHeaderBytes + i * kChunk)) read_ok = false;
+        if (!pread_all(fd, region + i * kChunk, n, kHeaderBytes + i * kChunk)) read_ok = false;
       }
     });
-    ok = read_ok && x16_checksum(region, bytes, &pool) == h.checksum;
+    ok = read_ok && checksum64(region, bytes, &pool) == h.checksum;
     if (!ok) {
       log_warn(
           "x16 cache {} is damaged (a read failed or its checksum differs): removed; the layout is "
@@ -249,13 +192,6 @@ bool x16_cache_write(const std::string& path, const std::string& fingerprint,
                      const std::string& layout, const uint8_t* region, int64_t bytes) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    log_warn("x16 cache: cannot create {}: {}; the next start interleaves again", tmp,
-             std::strerror(errno));
-    return false;
-  }
   std::vector<uint8_t> head(kHeaderBytes, 0);
   Header h{};
   std::memcpy(h.magic, kMagic, 8);
@@ -264,19 +200,14 @@ bool x16_cache_write(const std::string& path, const std::string& fingerprint,
   fill(h.fingerprint, fingerprint);
   fill(h.layout, layout);
   h.bytes = bytes;
-  h.checksum = x16_checksum(region, bytes, nullptr);
+  h.checksum = checksum64(region, bytes);
   std::memcpy(head.data(), &h, sizeof h);
-  bool ok =
-      write_all(fd, head.data(), kHeaderBytes) && write_all(fd, region, bytes) && ::fsync(fd) == 0;
-  const int err = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
+  if (!write_file_atomically(path, head.data(), kHeaderBytes, region, bytes)) {
     log_warn("x16 cache: writing {} failed: {}; the next start interleaves again", path,
-             std::strerror(err));
-    std::filesystem::remove(tmp, ec);
+             std::strerror(errno));
+    return false;
   }
-  return ok;
+  return true;
 }
 
 }  // namespace ponder

@@ -58,8 +58,4 @@ bool x16_cache_read(const std::string& path, const std::string& fingerprint,
 bool x16_cache_write(const std::string& path, const std::string& fingerprint,
                      const std::string& layout, const uint8_t* region, int64_t bytes);
 
-// The checksum the file carries: 64-bit words in four lanes per 1 MiB piece, pieces combined in
-// order, so any thread count gives the same value.
-uint64_t x16_checksum(const uint8_t* p, int64_t n, ThreadPool* pool);
-
 }  // namespace ponder

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "cpu/cpu_features.h"
 #include "cpu/topology.h"
 #include "runtime/constrained.h"
 #include "runtime/draft_length.h"
@@ -124,7 +125,19 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
     think_end_token_ = t[0];
   grammar_vocab_ = grammar_vocabulary(tokenizer_, static_cast<int32_t>(model.config().n_vocab));
   masked_logits_.resize(static_cast<size_t>(model.config().n_vocab));
+  if (!config_.kv_disk.dir.empty()) {
+    kv_disk_ = std::make_unique<KvDisk>(config_.kv_disk, numerics_key(), cache_);
+    scheduler_.set_block_tier(kv_disk_.get());
+  }
   thread_ = std::thread([this] { loop(); });
+}
+
+std::string Engine::numerics_key() const {
+  // The rows depend on the weights (the file), the attention order and KV types, the matrix
+  // layout (x16 or llama.cpp's) and the ISA's kernel order; not on threads or batches.
+  return fmt::format("model {} | {} | x16 {} | isa {} | block {}", config_.model_fingerprint,
+                     model_.numerics(), model_.x16_copy_bytes() > 0 ? "on" : "off",
+                     isa_name(active_isa()), kKvBlockSize);
 }
 
 Engine::~Engine() {
@@ -219,7 +232,11 @@ bool Engine::push_if_live(std::vector<uint64_t>* queue, uint64_t request) {
   return true;
 }
 
-EngineMetrics Engine::metrics() const { return recorder_.snapshot(); }
+EngineMetrics Engine::metrics() const {
+  EngineMetrics m = recorder_.snapshot();
+  if (kv_disk_) m.kv_disk = kv_disk_->stats();
+  return m;
+}
 
 void Engine::wait_idle() {
   std::unique_lock<std::mutex> lock(mu_);

@@ -26,6 +26,7 @@
 #include "model/qwen2_model.h"
 #include "runtime/draft_source.h"
 #include "runtime/engine_metrics.h"
+#include "runtime/kv_disk.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_time_model.h"
@@ -53,6 +54,10 @@ struct EngineConfig {
   int32_t min_draft = 0;
   int32_t max_draft = 8;
   ThreadConfig threads;
+  // The prefix cache on disk (--kv-disk; runtime/kv_disk.h): off when kv_disk.dir is empty. Its
+  // files are keyed by the model file's fingerprint (gguf/model_fingerprint.h) and the numerics.
+  KvDiskOptions kv_disk;
+  std::string model_fingerprint;
 };
 
 class Engine {
@@ -77,6 +82,10 @@ class Engine {
   bool end_thinking(uint64_t request);
 
   EngineMetrics metrics() const;
+  // The disk tier (null when off): tests and benchmarks wait for its writes with flush().
+  KvDisk* kv_disk() { return kv_disk_.get(); }
+  // What decides the bits of the K/V rows this engine computes: the disk tier's key.
+  std::string numerics_key() const;
   // Blocks until no request is queued or running (tests, benchmarks, the CLI).
   void wait_idle();
 
@@ -107,6 +116,7 @@ class Engine {
   EngineConfig config_;
   int32_t max_context_;
   KvCache cache_;
+  std::unique_ptr<KvDisk> kv_disk_;  // after cache_: stopped (its writes done) before it goes
 
   // Shared with client threads, under mu_.
   mutable std::mutex mu_;

@@ -65,8 +65,31 @@ struct EngineCounters {
   }
 };
 
+// The prefix cache on disk (runtime/kv_disk.h; all zero when --kv-disk is off).
+struct KvDiskStats {
+  int64_t blocks_read = 0;     // blocks read back instead of computed
+  int64_t blocks_written = 0;  // blocks written to disk
+  int64_t blocks_dropped = 0;  // not written: the write queue was full or a block outgrew the bound
+  int64_t read_errors = 0;     // damaged or foreign files found (removed, their blocks computed)
+  int64_t write_errors = 0;    // writes that failed (a full disk, a read-only directory)
+  int64_t blocks = 0;          // blocks on disk now (this model and cache type)
+  int64_t files = 0;
+  int64_t bytes = 0;
+  void add(const KvDiskStats& o) {
+    blocks_read += o.blocks_read;
+    blocks_written += o.blocks_written;
+    blocks_dropped += o.blocks_dropped;
+    read_errors += o.read_errors;
+    write_errors += o.write_errors;
+    blocks += o.blocks;
+    files += o.files;
+    bytes += o.bytes;
+  }
+};
+
 struct EngineMetrics {
   EngineCounters total;
+  KvDiskStats kv_disk;
   int32_t requests_waiting = 0;
   int32_t sequences_running = 0;
   int32_t kv_blocks_total = 0;

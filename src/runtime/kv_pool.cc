@@ -86,6 +86,11 @@ int32_t KvPool::take_block() {
   return b;
 }
 
+void KvPool::acquire(int32_t b) {
+  Block& blk = blocks_[static_cast<size_t>(b)];
+  if (blk.refs++ == 0) lru_.erase(blk.lru_it);
+}
+
 void KvPool::forget(int32_t b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
   if (blk.registered) {
@@ -112,10 +117,6 @@ int32_t KvPool::adopt(std::vector<int32_t>* table, const PrefixMatch& match,
                       std::span<const int32_t> tokens, BlockCopy* copy) {
   PONDER_CHECK(table->empty());
   *copy = BlockCopy{};
-  auto acquire = [&](int32_t b) {
-    Block& blk = blocks_[static_cast<size_t>(b)];
-    if (blk.refs++ == 0) lru_.erase(blk.lru_it);
-  };
   for (int32_t b : match.blocks) {
     acquire(b);
     table->push_back(b);
@@ -248,6 +249,57 @@ bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop,
   }
   *table = std::move(out);
   return true;
+}
+
+int32_t KvPool::load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens) {
+  max_tokens = std::min<int32_t>(max_tokens, static_cast<int32_t>(tokens.size()));
+  std::vector<int32_t> held;  // the prefix so far: referenced, so that no take_block evicts it
+  uint64_t h = kRootHash;
+  int32_t n_read = 0;
+  for (int32_t pos = 0; pos + kKvBlockSize <= max_tokens; pos += kKvBlockSize) {
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(pos), kKvBlockSize);
+    const uint64_t next = chain(h, block_tokens);
+    int32_t b = -1;
+    if (const auto it = full_.find(next); it != full_.end()) {
+      const Block& found = blocks_[static_cast<size_t>(it->second)];
+      if (!std::equal(block_tokens.begin(), block_tokens.end(), found.tokens.begin())) break;
+      b = it->second;
+      acquire(b);
+    } else {
+      if (!tier.contains(next, block_tokens)) break;
+      b = take_block();
+      if (b < 0) break;
+      if (!tier.read(next, block_tokens, b)) {
+        blocks_[static_cast<size_t>(b)].refs = 0;
+        free_.push_back(b);
+        break;
+      }
+      Block& blk = blocks_[static_cast<size_t>(b)];
+      std::copy(block_tokens.begin(), block_tokens.end(), blk.tokens.begin());
+      blk.n_filled = kKvBlockSize;
+      blk.parent_hash = h;
+      blk.hash = next;
+      children_.emplace(h, b);
+      blk.in_children = true;
+      full_.emplace(next, b);
+      blk.registered = true;
+      ++n_read;
+    }
+    held.push_back(b);
+    h = next;
+  }
+  release(&held);  // tail first: the prefix outlives its tail in the cache
+  return n_read;
+}
+
+void KvPool::save_to(BlockTier& tier, std::span<const int32_t> table) const {
+  std::vector<TierBlock> out;
+  for (int32_t id : table) {
+    const Block& b = blocks_[static_cast<size_t>(id)];
+    if (b.n_filled != kKvBlockSize || b.is_private) break;
+    if (!tier.contains(b.hash, b.tokens)) out.push_back({b.hash, id, b.tokens});
+  }
+  if (!out.empty()) tier.write(out);
 }
 
 void KvPool::clear_cache() {

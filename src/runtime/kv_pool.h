@@ -4,7 +4,9 @@
 //   find_prefix(tokens)  the longest cached prefix of a token sequence;
 //   allocate(table, n)   blocks for n positions, or false when there is no room;
 // plus adopt() (take a found prefix into a sequence's table), fill() (record the tokens whose K/V
-// the forward pass just wrote) and release().
+// the forward pass just wrote) and release(). Under the pool a BlockTier (the blocks on disk,
+// runtime/kv_disk.h) may keep full blocks by the same keys: load_from() brings back those that
+// continue a prefix past the pool's own, save_to() hands it the blocks of a sequence that leaves.
 //
 // Blocks hold kKvBlockSize positions. A full block is keyed by a hash chained over every token
 // from the start of the sequence (its parent's hash and its own tokens), so equal prefixes (one
@@ -45,6 +47,24 @@ struct BlockCopy {
   int32_t src = 0;
   int32_t dst = 0;
   int32_t n_slots = 0;
+};
+
+// A second tier of full blocks under the pool, keyed by the same chain hashes (which cover every
+// token from the start of the sequence; the tokens are compared too).
+struct TierBlock {
+  uint64_t hash = 0;                // chain hash through the block
+  int32_t block = 0;                // the pool block holding its K/V
+  std::span<const int32_t> tokens;  // its kKvBlockSize tokens
+};
+class BlockTier {
+ public:
+  virtual ~BlockTier() = default;
+  // Whether the tier holds the block with this hash and these tokens.
+  virtual bool contains(uint64_t hash, std::span<const int32_t> tokens) = 0;
+  // Fills pool block `block`'s K/V with that block; false when it cannot (it is computed then).
+  virtual bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) = 0;
+  // Keeps these full blocks; their K/V are taken before it returns (the pool may reuse them).
+  virtual void write(std::span<const TierBlock> blocks) = 0;
 };
 
 class KvPool {
@@ -95,6 +115,15 @@ class KvPool {
   // Drops the table's references (tail first) and clears it.
   void release(std::vector<int32_t>* table);
 
+  // Extends the pool's cached prefix of tokens[0, max_tokens) with full blocks read from the tier,
+  // for as long as it holds the next one and a block can be had (cached blocks may be evicted for
+  // them, never the prefix's own). They become cached blocks that find_prefix finds. Returns how
+  // many blocks were read.
+  int32_t load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens);
+  // Hands the tier the table's full, findable blocks (from the first, up to the first that is not)
+  // that it does not hold yet.
+  void save_to(BlockTier& tier, std::span<const int32_t> table) const;
+
   // Forgets every cached block (they become free); used blocks are kept.
   void clear_cache();
 
@@ -115,6 +144,7 @@ class KvPool {
   };
   static uint64_t chain(uint64_t parent, std::span<const int32_t> tokens);
   int32_t take_block();      // a free or evicted block, refs = 1; -1 when none
+  void acquire(int32_t b);   // one reference more (out of the cache list if it was unused)
   void drop_ref(int32_t b);  // one reference less; an unused block is cached or freed
   void forget(int32_t b);    // removes from the maps, empties
 

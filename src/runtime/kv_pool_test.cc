@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 
 namespace ponder {
@@ -139,9 +140,6 @@ TEST(KvPoolTest, EqualBlocksComputedTwiceKeepOneFindable) {
   pool.release(&t);
 }
 
-}  // namespace
-}  // namespace ponder
-
 namespace ponder {
 namespace {
 
@@ -181,6 +179,86 @@ TEST(KvPoolTest, ShiftDropsCopiesSharedAndHidesMovedBlocks) {
   pool.release(&b);
   expect_ok(pool);
   EXPECT_EQ(pool.n_used(), 0);
+}
+
+}  // namespace
+}  // namespace ponder
+
+// A tier in memory: the blocks it was given, and which pool block each read filled.
+class FakeTier : public BlockTier {
+ public:
+  bool contains(uint64_t hash, std::span<const int32_t> tokens) override {
+    const auto it = held.find(hash);
+    return it != held.end() && std::equal(tokens.begin(), tokens.end(), it->second.begin());
+  }
+  bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) override {
+    if (fail_reads || !contains(hash, tokens)) return false;
+    reads.push_back(block);
+    return true;
+  }
+  void write(std::span<const TierBlock> blocks) override {
+    for (const TierBlock& b : blocks) {
+      EXPECT_FALSE(held.contains(b.hash)) << "the pool hands only blocks the tier lacks";
+      held[b.hash] = std::vector<int32_t>(b.tokens.begin(), b.tokens.end());
+    }
+  }
+  std::map<uint64_t, std::vector<int32_t>> held;
+  std::vector<int32_t> reads;
+  bool fail_reads = false;
+};
+
+TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
+  FakeTier tier;
+  KvPool pool(8);
+  const auto tokens = iota_tokens(3 * kKvBlockSize + 5);
+  auto table = computed(pool, tokens);
+  pool.save_to(tier, table);
+  EXPECT_EQ(tier.held.size(), 3u) << "the full blocks only";
+  pool.save_to(tier, table);  // nothing new: FakeTier::write would complain
+  pool.release(&table);
+  pool.clear_cache();  // a restart: the pool knows nothing
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 0);
+  EXPECT_EQ(pool.load_from(tier, tokens, static_cast<int32_t>(tokens.size()) - 1), 3);
+  EXPECT_EQ(tier.reads.size(), 3u);
+  const PrefixMatch m = pool.find_prefix(tokens, 1000);
+  EXPECT_EQ(m.n_tokens(), 3 * kKvBlockSize);
+  EXPECT_EQ(m.blocks, tier.reads);
+  EXPECT_EQ(pool.n_cached(), 3);
+  expect_ok(pool);
+  // Found in the pool now: not read again; max_tokens bounds what is read.
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 0);
+  pool.clear_cache();
+  EXPECT_EQ(pool.load_from(tier, tokens, 2 * kKvBlockSize + 3), 2);
+  expect_ok(pool);
+}
+
+TEST(KvPoolTest, ATierReadNeverEvictsThePrefixItExtends) {
+  FakeTier tier;
+  KvPool pool(4);
+  const auto tokens = iota_tokens(4 * kKvBlockSize);
+  auto table = computed(pool, tokens);
+  pool.save_to(tier, table);
+  pool.release(&table);
+  // The pool keeps the first block only; the tier has all four; the pool has room for three more
+  // once it evicts what it caches, but never the first block.
+  pool.clear_cache();
+  {
+    const std::vector<int32_t> first(tokens.begin(), tokens.begin() + kKvBlockSize);
+    auto t = computed(pool, first);
+    pool.release(&t);
+  }
+  std::vector<int32_t> busy;  // one block in use elsewhere: room for two reads
+  ASSERT_TRUE(pool.allocate(&busy, 1));
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 2);
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 3 * kKvBlockSize);
+  expect_ok(pool);
+  // A read that fails ends the extension; the block it had taken is free again.
+  pool.release(&busy);
+  tier.fail_reads = true;
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 0);
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 3 * kKvBlockSize);
+  EXPECT_EQ(pool.n_free(), 1);
+  expect_ok(pool);
 }
 
 }  // namespace

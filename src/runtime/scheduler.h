@@ -34,8 +34,9 @@ struct Sequence {
   uint64_t leader = 0;          // non-zero: another choice of the same prompt; waits for its prompt
   std::vector<int32_t> tokens;  // the prompt, then the generated tokens
   int32_t n_prompt = 0;
-  int32_t n_computed = 0;  // positions whose K/V are in `blocks`
-  int32_t n_cached = -1;   // prompt tokens taken from the cache at first admission (-1: not yet)
+  int32_t n_computed = 0;   // positions whose K/V are in `blocks`
+  int32_t n_cached = -1;    // prompt tokens taken from the cache at first admission (-1: not yet)
+  int32_t n_from_tier = 0;  // of those, read back from the block tier (the disk)
   int32_t n_preempted = 0;
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
@@ -90,6 +91,9 @@ class Scheduler {
 
   const SchedulerConfig& config() const { return config_; }
   KvPool& pool() { return pool_; }
+  // A second tier of blocks under the pool (the disk; null: none): admission extends a prefix
+  // with its blocks, and the full blocks of a removed sequence are handed to it.
+  void set_block_tier(BlockTier* tier) { tier_ = tier; }
   const KvPool& pool() const { return pool_; }
   int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
@@ -118,8 +122,8 @@ class Scheduler {
   // Running sequences that decode (for drafting), oldest first.
   std::vector<Sequence*> decoding_sequences();
 
-  // Removes a sequence (done, or cancelled), wherever it is; its blocks are released. False when
-  // there is no such sequence.
+  // Removes a sequence (done, or cancelled), wherever it is; its blocks are released (and their
+  // full blocks handed to the tier). False when there is no such sequence.
   bool remove(uint64_t id);
   // llama.cpp's context shift for a decoding sequence: keeps its first n_keep positions (rounded
   // up to whole blocks), drops half of the rest (whole blocks, at least one) and moves what
@@ -140,6 +144,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvPool pool_;
+  BlockTier* tier_ = nullptr;
   std::deque<std::unique_ptr<Sequence>> waiting_;   // by id (arrival), preempted ones included
   std::vector<std::unique_ptr<Sequence>> running_;  // by id
 };

@@ -114,6 +114,7 @@ EngineMetrics loaded_metrics(ServerContext& ctx) {
     m.kv_blocks_used += e.kv_blocks_used;
     m.kv_blocks_cached += e.kv_blocks_cached;
     m.kv_block_size = e.kv_block_size;
+    m.kv_disk.add(e.kv_disk);
     m.prompt_tps += e.prompt_tps;
     m.gen_tps += e.gen_tps;
     m.steps_per_s += e.steps_per_s;
@@ -191,6 +192,22 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("ponder_kv_blocks_used", "gauge", "KV blocks held by running requests.", m.kv_blocks_used);
   metric("ponder_kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.",
          m.kv_blocks_cached);
+  const KvDiskStats& d = m.kv_disk;
+  metric("ponder_kv_disk_blocks_read_total", "counter",
+         "KV blocks read back from the prefix cache on disk (--kv-disk) instead of computed.",
+         static_cast<double>(d.blocks_read));
+  metric("ponder_kv_disk_blocks_written_total", "counter",
+         "KV blocks written to the prefix cache on disk.", static_cast<double>(d.blocks_written));
+  metric("ponder_kv_disk_blocks_dropped_total", "counter",
+         "KV blocks not written to disk: the write queue was full.",
+         static_cast<double>(d.blocks_dropped));
+  metric("ponder_kv_disk_errors_total", "counter",
+         "Damaged files found (removed, recomputed) and failed writes of the disk tier.",
+         static_cast<double>(d.read_errors + d.write_errors));
+  metric("ponder_kv_disk_blocks", "gauge", "KV blocks on disk for the loaded models.",
+         static_cast<double>(d.blocks));
+  metric("ponder_kv_disk_bytes", "gauge", "Bytes of the loaded models' files on disk.",
+         static_cast<double>(d.bytes));
   out +=
       "# HELP ponder_time_to_first_token_seconds Time from a request's arrival to its first "
       "token.\n"
@@ -263,7 +280,8 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
              [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) { metrics(ctx, *r); });
   // llama-server's /slots, for the tools that poll it. Ponder has no slots: any request may use
   // the whole context; the entries are the --parallel places, the first ones busy. With several
-  // models, each loaded model's places, each naming its model.
+  // models, each loaded model's places, each naming its model; with --kv-disk, what the model's
+  // prefix cache on disk holds.
   router.add(http::verb::get, "/slots", [&ctx](HttpRequest&&, std::shared_ptr<Responder> r) {
     json slots = json::array();
     int32_t id = 0;
@@ -276,6 +294,11 @@ void add_llama_routes(Router& router, ServerContext& ctx) {
                      {"n_ctx", model->engine.max_context()},
                      {"is_processing", i < m.sequences_running}};
         if (!ctx.models->single()) slot["model"] = model->model_name;
+        if (model->engine.kv_disk() != nullptr) {  // the model's prefix cache on disk
+          slot["kv_disk"] = {{"blocks", m.kv_disk.blocks},
+                             {"bytes", m.kv_disk.bytes},
+                             {"blocks_read", m.kv_disk.blocks_read}};
+        }
         slots.push_back(std::move(slot));
       }
     }

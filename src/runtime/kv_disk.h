@@ -1,0 +1,120 @@
+// KvDisk: the prefix cache on disk (--kv-disk DIR), a BlockTier under the RAM pool (kv_pool.h).
+// The full K/V blocks of every sequence that leaves the engine are written to files, keyed by the
+// pool's chain hashes (every token from the start of the sequence) and the tokens themselves, in
+// a directory per numerics key (the model file's fingerprint, the attention order, the KV types,
+// the ISA's kernel order: everything that decides the bits of a K/V row for given tokens), so a
+// new request whose prefix is on disk, after a restart or an eviction from RAM, reads those blocks
+// back instead of computing them, bitwise what computing would give.
+//
+// Files: one per write (the new full blocks of one sequence), "<hash>-<pid>-<n>.kvb": a header
+// (magic, version, key hash, geometry, the blocks' chain hashes, tokens and checksums, its own
+// checksum) padded to 4 KiB, then each block's K and V rows, layer by layer and head by head.
+// Crash-safe like the response cache: written by a writer thread (the engine thread only copies
+// the blocks' bytes), to a temporary name renamed when complete; a temporary left by a dead
+// process, a torn or foreign file, or a block whose checksum differs is removed when found and
+// its blocks computed, never used. A full disk or a read-only directory costs a log line, never a
+// request. Bounded: before a write, the least recently used files of the whole directory (every
+// key's; a read refreshes a file's time) are removed until the new one fits max_bytes.
+// docs/kv-disk.md has the design and the measurements.
+// Depends on model/kv_cache.h, runtime/kv_pool.h, runtime/engine_metrics.h, base.
+#pragma once
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "runtime/engine_metrics.h"
+#include "runtime/kv_pool.h"
+
+namespace ponder {
+
+struct KvDiskOptions {
+  std::string dir;                                // "" = off
+  int64_t max_bytes = int64_t{4} << 30;           // every file in dir together (--kv-disk-size)
+  int64_t max_queued_bytes = int64_t{256} << 20;  // waiting writes; more blocks are dropped
+};
+
+class KvDisk final : public BlockTier {
+ public:
+  // key: what decides the bits of the cache's rows (see above); its hash names the subdirectory.
+  // Reads the headers of the files already there (a restart) and removes damaged ones.
+  KvDisk(KvDiskOptions opts, const std::string& key, KvCache& cache);
+  ~KvDisk() override;  // finishes the queued writes
+  KvDisk(const KvDisk&) = delete;
+  KvDisk& operator=(const KvDisk&) = delete;
+
+  bool contains(uint64_t hash, std::span<const int32_t> tokens) override;
+  bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) override;
+  void write(std::span<const TierBlock> blocks) override;
+
+  void flush();  // waits until every queued write is on disk (or failed)
+  KvDiskStats stats() const;
+  const std::string& dir() const { return dir_; }  // this key's subdirectory
+  int64_t block_bytes() const { return block_bytes_; }
+
+ private:
+  struct Slot {
+    int32_t file = 0;  // files_ id
+    int32_t index = 0;
+    uint64_t checksum = 0;
+    std::array<int32_t, kKvBlockSize> tokens{};
+  };
+  struct FileInfo {
+    std::string name;
+    std::vector<uint64_t> hashes;  // the blocks the index has from it
+    int64_t bytes = 0;
+    int64_t header_bytes = 0;  // where its first block starts
+  };
+  struct Job {
+    std::vector<uint8_t> head;  // header and entries, padded
+    std::vector<uint8_t> data;  // the blocks' rows
+    std::vector<uint64_t> hashes;
+    std::vector<Slot> slots;  // file unset
+  };
+
+  void scan();  // at start: index the complete files, remove damaged ones and dead temporaries
+  bool index_file(const std::string& name);
+  void drop_file_locked(int32_t file);  // forgets a file and its blocks (mu_ held)
+  void writer_loop();
+  void make_room(int64_t need);  // removes least recently used files of the whole directory
+  void gather(const TierBlock& b, uint8_t* dst) const;
+  void scatter(const uint8_t* src, int32_t block);
+
+  KvDiskOptions opts_;
+  std::string dir_;
+  uint64_t key_hash_ = 0;
+  KvCache& cache_;
+  int64_t block_bytes_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // wakes the writer
+  std::condition_variable idle_cv_;  // wakes flush()
+  std::unordered_map<uint64_t, Slot> index_;
+  std::unordered_map<int32_t, FileInfo> files_;
+  std::unordered_map<uint64_t, bool> pending_;  // hashes queued for writing
+  std::deque<Job> queue_;
+  int64_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool stop_ = false;
+  bool write_failing_ = false;  // the last write failed (logged once until one succeeds)
+  int32_t next_file_ = 1;
+  uint64_t next_name_ = 0;
+  KvDiskStats stats_;
+
+  // Engine thread only: the file read last (kept open), and a block's bytes.
+  int32_t read_file_ = 0;
+  int read_fd_ = -1;
+  std::vector<uint8_t> scratch_;
+
+  std::thread writer_;
+};
+
+}  // namespace ponder
