@@ -245,22 +245,23 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
     for (const TierBlock& b : blocks) {
-      if (!index_.contains(b.hash) && !pending_.contains(b.hash)) todo.push_back(&b);
+      if (index_.contains(b.hash) || pending_.contains(b.hash)) continue;
+      if (queued_bytes_ + block_bytes_ > opts_.max_queued_bytes) {
+        stats_.blocks_dropped++;  // in position order: the prefix goes first
+        continue;
+      }
+      todo.push_back(&b);
+      pending_[b.hash] = true;
+      queued_bytes_ += block_bytes_;
     }
-    const int64_t need = static_cast<int64_t>(todo.size()) * block_bytes_;
     if (todo.empty()) return;
-    if (queued_bytes_ + need > opts_.max_queued_bytes) {
-      stats_.blocks_dropped += static_cast<int64_t>(todo.size());
-      return;
-    }
-    for (const TierBlock* b : todo) pending_[b->hash] = true;
-    queued_bytes_ += need;
   }
   // The copy (engine thread: the pool may reuse the blocks after this); the rest in the writer.
   Job job;
-  job.data.resize(todo.size() * static_cast<size_t>(block_bytes_));
+  job.bytes = static_cast<int64_t>(todo.size()) * block_bytes_;
+  job.data.reset(new uint8_t[static_cast<size_t>(job.bytes)]);
   for (size_t i = 0; i < todo.size(); ++i) {
-    gather(*todo[i], job.data.data() + i * static_cast<size_t>(block_bytes_));
+    gather(*todo[i], job.data.get() + i * static_cast<size_t>(block_bytes_));
     job.hashes.push_back(todo[i]->hash);
     Slot s;
     std::copy(todo[i]->tokens.begin(), todo[i]->tokens.end(), s.tokens.begin());
@@ -302,7 +303,7 @@ void KvDisk::writer_loop() {
     Entry* entries = reinterpret_cast<Entry*>(head.data() + sizeof(FileHeader));
     for (int64_t i = 0; i < n; ++i) {
       Slot& s = job.slots[static_cast<size_t>(i)];
-      s.checksum = checksum64(job.data.data() + i * block_bytes_, block_bytes_);
+      s.checksum = checksum64(job.data.get() + i * block_bytes_, block_bytes_);
       entries[i].hash = job.hashes[static_cast<size_t>(i)];
       entries[i].checksum = s.checksum;
       std::copy(s.tokens.begin(), s.tokens.end(), entries[i].tokens);
@@ -310,7 +311,7 @@ void KvDisk::writer_loop() {
     std::memcpy(head.data(), &h, sizeof h);
     reinterpret_cast<FileHeader*>(head.data())->checksum = head_checksum(head, n);
 
-    const int64_t need = head_bytes + static_cast<int64_t>(job.data.size());
+    const int64_t need = head_bytes + job.bytes;
     const std::string name =
         fmt::format("{:016x}-{}-{}.kvb", job.hashes[0], ::getpid(), next_name_++);
     bool written = false, too_big = need > opts_.max_bytes;
@@ -318,14 +319,14 @@ void KvDisk::writer_loop() {
     if (!too_big) {
       make_room(need);
       written = write_file_atomically((fs::path(dir_) / name).string(), head.data(), head_bytes,
-                                      job.data.data(), static_cast<int64_t>(job.data.size()));
+                                      job.data.get(), job.bytes);
       err = written ? 0 : errno;
     }
     bool log_failure = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (uint64_t hash : job.hashes) pending_.erase(hash);
-      queued_bytes_ -= static_cast<int64_t>(job.data.size());
+      queued_bytes_ -= job.bytes;
       if (written) {
         const int32_t id = next_file_++;
         FileInfo info{name, {}, need, head_bytes};

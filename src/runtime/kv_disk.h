@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -37,9 +38,11 @@
 namespace ponder {
 
 struct KvDiskOptions {
-  std::string dir;                                // "" = off
-  int64_t max_bytes = int64_t{4} << 30;           // every file in dir together (--kv-disk-size)
-  int64_t max_queued_bytes = int64_t{256} << 20;  // waiting writes; more blocks are dropped
+  std::string dir;                       // "" = off
+  int64_t max_bytes = int64_t{4} << 30;  // every file in dir together (--kv-disk-size)
+  // Copies waiting for the writer; the blocks of a write past it are dropped (a later write of
+  // the same prefix, at the next turn, takes them).
+  int64_t max_queued_bytes = int64_t{256} << 20;
 };
 
 class KvDisk final : public BlockTier {
@@ -74,8 +77,9 @@ class KvDisk final : public BlockTier {
     int64_t header_bytes = 0;  // where its first block starts
   };
   struct Job {
-    std::vector<uint8_t> head;  // header and entries, padded
-    std::vector<uint8_t> data;  // the blocks' rows
+    std::vector<uint8_t> head;        // header and entries, padded
+    std::unique_ptr<uint8_t[]> data;  // the blocks' rows (not zeroed first: all are copied)
+    int64_t bytes = 0;
     std::vector<uint64_t> hashes;
     std::vector<Slot> slots;  // file unset
   };

@@ -191,6 +191,22 @@ TEST_F(KvDiskTest, TheBoundRemovesTheLeastRecentlyUsedFilesOfEveryModel) {
   EXPECT_FALSE(a2.contains(11, tokens_of(1)));
 }
 
+TEST_F(KvDiskTest, AFullQueueKeepsThePrefixAndDropsTheRest) {
+  KvCache src = random_cache(KvType::kF16, 1);
+  KvDisk probe(opts, "probe", src);
+  opts.max_queued_bytes = probe.block_bytes() * 3 / 2;  // one block's copy waits at a time
+  KvDisk disk(opts, "model A", src);
+  disk.write(std::vector<TierBlock>{{11, 1, tokens_of(1)}, {22, 2, tokens_of(2)}});
+  disk.flush();
+  EXPECT_TRUE(disk.contains(11, tokens_of(1)));
+  EXPECT_FALSE(disk.contains(22, tokens_of(2)));
+  EXPECT_EQ(disk.stats().blocks_dropped, 1);
+  // The next write of the same prefix (the next turn) takes what was dropped.
+  disk.write(std::vector<TierBlock>{{11, 1, tokens_of(1)}, {22, 2, tokens_of(2)}});
+  disk.flush();
+  EXPECT_TRUE(disk.contains(22, tokens_of(2)));
+}
+
 TEST_F(KvDiskTest, AnUnwritableDirectoryCostsOnlyTheWrites) {
   fs::create_directories(dir);
   std::ofstream(dir + "/not-a-directory") << "x";
