@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The prefix cache on disk, measured: the next turn of a long conversation, its first token
+(a request for one token, wall time on loopback) computed cold, from the RAM prefix cache, and from
+disk after a kill -9 and a restart (page cache warm, and with the page cache dropped when this
+machine allows it). Prints a Markdown table for BENCHMARKS.md.
+Usage: scripts/bench/kv_disk.py MODEL.gguf [--tokens 4000] [--threads 2] [--build build]"""
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cluster import ROOT, free_port, metric, request, wait_until  # noqa: E402
+
+
+def start(ponder, model, kv_dir, port, threads, ctx):
+    args = [ponder, "serve", "-m", model, "--port", str(port), "-c", str(ctx), "-t", str(threads),
+            "--no-response-cache"]
+    if kv_dir:
+        args += ["--kv-disk", kv_dir]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: request(port, "GET", "/health", timeout=2).status == 200, 300, "ponder serve")
+    return p
+
+
+def first_token(port, messages):
+    body = {"messages": messages, "max_tokens": 1, "temperature": 0}
+    t = time.perf_counter()
+    r = request(port, "POST", "/v1/chat/completions", body, timeout=600)
+    dt = time.perf_counter() - t
+    assert r.status == 200, r.body[:300]
+    u = r.json()["usage"]
+    return dt, u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], r.json()["choices"][0]
+
+
+def message(n_words, seed):
+    rnd = random.Random(seed)
+    words = ["river", "stone", "seven", "prime", "lemma", "proof", "angle", "square", "number", "circle"]
+    return " ".join(rnd.choice(words) + str(rnd.randrange(100)) for _ in range(n_words))
+
+
+def settle(port):
+    last = -1
+    for _ in range(120):
+        n = metric(port, "ponder_kv_disk_blocks_written_total") or 0
+        if n == last and n > 0:
+            return n
+        last = n
+        time.sleep(0.5)
+    return last
+
+
+def drop_page_cache():
+    try:
+        subprocess.run(["sync"], check=True)
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+        return True
+    except OSError:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--tokens", type=int, default=4000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--build", default="build")
+    a = ap.parse_args()
+    ponder = os.path.join(ROOT, a.build, "ponder")
+    base = tempfile.mkdtemp(prefix="ponder-kvbench-")
+    kv = os.path.join(base, "kv")
+    ctx = a.tokens + 512
+    user1 = "Read this and answer at the end. " + message(int(a.tokens / 3.9), 1)
+    rows = []
+    try:
+        port = free_port()
+        p = start(ponder, a.model, kv, port, a.threads, ctx)
+        t_cold1, n1, _, c1 = first_token(port, [{"role": "user", "content": user1}])
+        turn2 = [{"role": "user", "content": user1}, {"role": "assistant", "content": c1["message"]["content"] or "ok"},
+                 {"role": "user", "content": "And which number came first?"}]
+        t_ram, n2, cached_ram, ans_ram = first_token(port, turn2)
+        settle(port)
+        written = metric(port, "ponder_kv_disk_blocks_written_total")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        # Cold: a server without the disk tier, the whole second turn computed.
+        port = free_port()
+        p = start(ponder, a.model, None, port, a.threads, ctx)
+        t_cold, _, _, ans_cold = first_token(port, turn2)
+        p.terminate()
+        p.wait(60)
+        port = free_port()
+        p = start(ponder, a.model, kv, port, a.threads, ctx)
+        t_disk, _, cached_disk, ans_disk = first_token(port, turn2)
+        blocks_read = metric(port, "ponder_kv_disk_blocks_read_total")
+        disk_bytes = metric(port, "ponder_kv_disk_bytes")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        t_disk_cold = None
+        if drop_page_cache():
+            port = free_port()
+            p = start(ponder, a.model, kv, port, a.threads, ctx)
+            drop_page_cache()
+            t_disk_cold, _, _, _ = first_token(port, turn2)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        block_bytes = disk_bytes / written if written else 0
+        print(f"model {os.path.basename(a.model)}, turn 1 {n1} prompt tokens, turn 2 {n2}; {written:.0f} blocks "
+              f"written ({disk_bytes / 1e6:.0f} MB, {block_bytes / 1e3:.0f} KB a block)")
+        print("same answer cold / RAM / disk:", ans_cold == ans_ram == ans_disk)
+        print()
+        print("| next turn's first token | prompt from cache | time | vs cold |")
+        print("|---|---|---|---|")
+        rows = [("cold (computed)", 0, t_cold), ("RAM prefix cache", cached_ram, t_ram),
+                ("disk, after kill -9 + restart (page cache warm)", cached_disk, t_disk)]
+        if t_disk_cold is not None:
+            rows.append(("disk, after restart, page cache dropped", cached_disk, t_disk_cold))
+        for name, cached, t in rows:
+            print(f"| {name} | {cached} / {n2} ({100 * cached / n2:.0f}%) | {t:.3f} s | {100 * t / t_cold:.1f}% |")
+        print()
+        read_mb = blocks_read * block_bytes / 1e6
+        print(f"blocks read back: {blocks_read:.0f} ({read_mb:.0f} MB); at most {read_mb / 1e3 / t_disk:.2f} GB/s "
+              f"counting the whole first-token time as the read")
+        print(f"(first turn cold: {t_cold1:.3f} s for {n1} tokens)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
