@@ -225,6 +225,11 @@ class GoldenQ8CacheTest : public testing::TestWithParam<std::string> {};
 TEST_P(GoldenQ8CacheTest, Q8_0CacheMeetsTheKvQ8_0Rule) {
   check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kF32, Reference::kQ8_0Cache);
 }
+class GoldenQ8CacheBf16ScoresTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenQ8CacheBf16ScoresTest, Q8_0CacheWithBf16ScoresMeetsTheKvQ8_0Rule) {
+  check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kBf16, Reference::kQ8_0Cache);
+}
+INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQ8CacheBf16ScoresTest, testing::ValuesIn(all_types()));
 // The bf16-scores variant (the default for quantized weights with an f16 K cache where AVX512_BF16
 // runs it; the scalar reference elsewhere). With a Q8_0 K cache the model keeps f32 scores: the
 // two roundings together measured past the rule on 4 of the 10 types (Q8_0-p3 0.0308 against
