@@ -75,6 +75,7 @@ struct KvDiskStats {
   int64_t blocks = 0;          // blocks on disk now (this model and cache type)
   int64_t files = 0;
   int64_t bytes = 0;
+  double read_s = 0;  // time spent reading blocks back (read, checksum, copy into the cache)
   void add(const KvDiskStats& o) {
     blocks_read += o.blocks_read;
     blocks_written += o.blocks_written;
@@ -84,6 +85,7 @@ struct KvDiskStats {
     blocks += o.blocks;
     files += o.files;
     bytes += o.bytes;
+    read_s += o.read_s;
   }
 };
 

@@ -14,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/hash128.h"
 #include "base/log.h"
+#include "base/timer.h"
 
 namespace ponder {
 namespace {
@@ -177,6 +178,7 @@ bool KvDisk::read(uint64_t hash, std::span<const int32_t> tokens, int32_t block)
     name = f.name;
     header_bytes = f.header_bytes;
   }
+  const Timer timer;
   const std::string path = (fs::path(dir_) / name).string();
   if (read_file_ != slot.file) {
     if (read_fd_ >= 0) ::close(read_fd_);
@@ -210,6 +212,7 @@ bool KvDisk::read(uint64_t hash, std::span<const int32_t> tokens, int32_t block)
   scatter(scratch_.data(), block);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.blocks_read++;
+  stats_.read_s += timer.seconds();
   return true;
 }
 

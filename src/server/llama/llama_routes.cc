@@ -196,6 +196,9 @@ void metrics(ServerContext& ctx, Responder& r) {
   metric("ponder_kv_disk_blocks_read_total", "counter",
          "KV blocks read back from the prefix cache on disk (--kv-disk) instead of computed.",
          static_cast<double>(d.blocks_read));
+  metric("ponder_kv_disk_read_seconds_total", "counter",
+         "Time spent reading KV blocks back from disk (read, checksum, copy into the cache).",
+         d.read_s);
   metric("ponder_kv_disk_blocks_written_total", "counter",
          "KV blocks written to the prefix cache on disk.", static_cast<double>(d.blocks_written));
   metric("ponder_kv_disk_blocks_dropped_total", "counter",
