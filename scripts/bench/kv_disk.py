@@ -80,35 +80,44 @@ def main():
     user1 = "Read this and answer at the end. " + message(int(a.tokens / 2.92), 1)
     rows = []
     try:
+        # Server A, with the disk tier: the first turn, its blocks written, kill -9. The directory
+        # then holds the first turn only; a copy of it serves the page-cache-dropped run.
         port = free_port()
         p = start(ponder, a.model, kv, port, a.threads, ctx)
         t_cold1, n1, _, c1 = first_token(port, [{"role": "user", "content": user1}])
         turn2 = [{"role": "user", "content": user1}, {"role": "assistant", "content": c1["message"]["content"] or "ok"},
                  {"role": "user", "content": "And which number came first?"}]
-        settle(port)  # the first turn's blocks written (a person reads the answer meanwhile)
-        t_ram, n2, cached_ram, ans_ram = first_token(port, turn2)
-        settle(port)
-        written = metric(port, "ponder_kv_disk_blocks_written_total")
+        written = settle(port)
+        disk_bytes = metric(port, "ponder_kv_disk_bytes")
         p.send_signal(signal.SIGKILL)
         p.wait()
-        # Cold: a server without the disk tier, the whole second turn computed.
+        kv_copy = kv + "-copy"
+        shutil.copytree(kv, kv_copy)
+        # Server B, restarted on the directory: the next turn from disk (page cache warm).
+        port = free_port()
+        p = start(ponder, a.model, kv, port, a.threads, ctx)
+        t_disk, n2, cached_disk, ans_disk = first_token(port, turn2)
+        blocks_read = metric(port, "ponder_kv_disk_blocks_read_total")
+        read_s = metric(port, "ponder_kv_disk_read_seconds_total")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        # Server C, no disk tier: both turns, the second from the RAM prefix cache.
+        port = free_port()
+        p = start(ponder, a.model, None, port, a.threads, ctx)
+        first_token(port, [{"role": "user", "content": user1}])
+        t_ram, _, cached_ram, ans_ram = first_token(port, turn2)
+        p.terminate()
+        p.wait(60)
+        # Cold: the next turn computed whole.
         port = free_port()
         p = start(ponder, a.model, None, port, a.threads, ctx)
         t_cold, _, _, ans_cold = first_token(port, turn2)
         p.terminate()
         p.wait(60)
-        port = free_port()
-        p = start(ponder, a.model, kv, port, a.threads, ctx)
-        t_disk, _, cached_disk, ans_disk = first_token(port, turn2)
-        blocks_read = metric(port, "ponder_kv_disk_blocks_read_total")
-        read_s = metric(port, "ponder_kv_disk_read_seconds_total")
-        disk_bytes = metric(port, "ponder_kv_disk_bytes")
-        p.send_signal(signal.SIGKILL)
-        p.wait()
         t_disk_cold = None
         if drop_page_cache():
             port = free_port()
-            p = start(ponder, a.model, kv, port, a.threads, ctx)
+            p = start(ponder, a.model, kv_copy, port, a.threads, ctx)
             drop_page_cache()
             t_disk_cold, _, _, _ = first_token(port, turn2)
             p.send_signal(signal.SIGKILL)
