@@ -89,6 +89,7 @@ def main():
                  {"role": "user", "content": "And which number came first?"}]
         written = settle(port)
         disk_bytes = metric(port, "ponder_kv_disk_bytes")
+        copy_s = metric(port, "ponder_kv_disk_copy_seconds_total")
         p.send_signal(signal.SIGKILL)
         p.wait()
         kv_copy = kv + "-copy"
@@ -139,6 +140,8 @@ def main():
         read_mb = blocks_read * block_bytes / 1e6
         print(f"blocks read back: {blocks_read:.0f} ({read_mb:.0f} MB) in {read_s:.3f} s: {read_mb / 1e3 / read_s:.2f} GB/s "
               f"from the page cache (read, checksum, copy into the KV cache)")
+        print(f"the engine thread's copy of the first turn's blocks for the writer: {copy_s * 1e3:.1f} ms "
+              f"({disk_bytes / 1e6:.0f} MB)")
         print(f"(first turn cold: {t_cold1:.3f} s for {n1} tokens)")
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -260,6 +260,7 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
     if (todo.empty()) return;
   }
   // The copy (engine thread: the pool may reuse the blocks after this); the rest in the writer.
+  const Timer timer;
   Job job;
   job.bytes = static_cast<int64_t>(todo.size()) * block_bytes_;
   job.data.reset(new uint8_t[static_cast<size_t>(job.bytes)]);
@@ -273,6 +274,7 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(job));
+    stats_.copy_s += timer.seconds();
   }
   cv_.notify_one();
 }
