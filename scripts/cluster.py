@@ -5,6 +5,7 @@ ports moved. Everything listens on 127.0.0.1 and is stopped by Cluster.stop() (a
 Standard library only."""
 
 import atexit
+import contextlib
 import http.client
 import json
 import os
@@ -65,6 +66,47 @@ def metric(port, name):
     text = request(port, "GET", "/metrics").body
     values = [float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
     return sum(values) if values else None
+
+
+def settled_kv_disk_writes(port, timeout=30):
+    """Waits until the disk tier's writes (a writer thread) stop growing; the blocks written."""
+    last, deadline = -1, time.time() + timeout
+    while time.time() < deadline:
+        n = metric(port, "ponder_kv_disk_blocks_written_total") or 0
+        if n == last and n > 0:
+            return n
+        last = n
+        time.sleep(0.5)
+    return last
+
+
+def _mount(*args):
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def hostile_dirs(prefix):
+    """Where this machine allows mounts (root with CAP_SYS_ADMIN): a full disk (a 256 KiB tmpfs)
+    and a read-only directory (a read-only bind mount), as (name, directory, read_only) triples;
+    none (a line says why) where it does not. Unmounted on exit."""
+    base = tempfile.mkdtemp(prefix=prefix)
+    full, ro = os.path.join(base, "full"), os.path.join(base, "ro")
+    os.makedirs(full)
+    os.makedirs(ro)
+    if os.geteuid() != 0 or not _mount("-t", "tmpfs", "-o", "size=256k", "tmpfs", full):
+        print("  --   full disk and read-only directory skipped: this machine allows no mounts here")
+        yield []
+        return
+    try:
+        places = [("a full disk (256 KiB tmpfs)", full, False)]
+        if _mount("--bind", ro, ro) and _mount("-o", "remount,bind,ro", ro, ro):
+            places.append(("a read-only directory", ro, True))
+        else:
+            print("  --   read-only directory skipped: no read-only bind mount here")
+        yield places
+    finally:
+        subprocess.run(["umount", full], capture_output=True)
+        subprocess.run(["umount", ro], capture_output=True)
 
 
 class Cluster:

@@ -21,7 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Checks, ROOT, free_port, request, wait_until  # noqa: E402
+from cluster import Checks, ROOT, free_port, hostile_dirs, request, wait_until  # noqa: E402
 
 check = Checks()
 failures = check.failures
@@ -93,27 +93,11 @@ def crash_rounds(ponder, model, kills):
           f"integrity_check; {served_from_cache} answers served from it after a kill, every one the first computed")
 
 
-def mount(*args):
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
-
-
 def hostile_places(ponder, model):
-    base = tempfile.mkdtemp(prefix="ponder-places-")
-    full, ro = os.path.join(base, "full"), os.path.join(base, "ro")
-    os.makedirs(full)
-    os.makedirs(ro)
-    if os.geteuid() != 0 or not mount("-t", "tmpfs", "-o", "size=256k", "tmpfs", full):
-        print("  --   full disk and read-only directory skipped: this machine allows no mounts here")
-        return
-    try:
-        if not (mount("--bind", ro, ro) and mount("-o", "remount,bind,ro", ro, ro)):
-            print("  --   read-only directory skipped: no read-only bind mount here")
-            ro = None
-        for name, d in (("a full disk (256 KiB tmpfs)", full), ("a read-only directory", ro)):
-            if d is None:
-                continue
+    with hostile_dirs("ponder-places-") as places:
+        for name, d, read_only in places:
             port = free_port()
-            p = start(ponder, model, os.path.join(d, "cache") if d == ro else d, port)
+            p = start(ponder, model, os.path.join(d, "cache") if read_only else d, port)
             try:
                 statuses = [request(port, "POST", "/v1/chat/completions",
                                     {"messages": [{"role": "user", "content": "x" * 2000 + str(i)}], "max_tokens": 24, "temperature": 0},
@@ -122,9 +106,6 @@ def hostile_places(ponder, model):
                 p.terminate()
                 p.wait(30)
             check(all(s == 200 for s in statuses), f"{name}: all {len(statuses)} requests answered (statuses {sorted(set(statuses))})")
-    finally:
-        subprocess.run(["umount", full], capture_output=True)
-        subprocess.run(["umount", os.path.join(base, "ro")], capture_output=True)
 
 
 def main():

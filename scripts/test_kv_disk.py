@@ -12,7 +12,6 @@ Usage: scripts/test_kv_disk.py [BUILD_DIR] [--kills 5]"""
 
 import argparse
 import glob
-import json
 import os
 import random
 import signal
@@ -23,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Checks, ROOT, free_port, metric, request, wait_until  # noqa: E402
+from cluster import Checks, ROOT, free_port, hostile_dirs, metric, request, settled_kv_disk_writes, wait_until  # noqa: E402
 
 check = Checks()
 failures = check.failures
@@ -53,18 +52,6 @@ def long_message(seed, words=950):
     return "Read this and answer at the end. " + " ".join(rnd.choice(vocab) + str(rnd.randrange(100)) for _ in range(words))
 
 
-def settled_writes(port, timeout=30):
-    """Waits until the disk tier's writes stop growing (they run on a writer thread)."""
-    last, deadline = -1, time.time() + timeout
-    while time.time() < deadline:
-        n = metric(port, "ponder_kv_disk_blocks_written_total") or 0
-        if n == last and n > 0:
-            return n
-        last = n
-        time.sleep(0.5)
-    return last
-
-
 def restart_conversation(ponder, model, base, log):
     kv = os.path.join(base, "kv")
     user1 = long_message(1)
@@ -83,7 +70,7 @@ def restart_conversation(ponder, model, base, log):
     port = free_port()
     p = start(ponder, model, kv, port, log)
     first, usage1 = ask(port, [{"role": "user", "content": user1}])
-    written = settled_writes(port)
+    written = settled_kv_disk_writes(port)
     p.send_signal(signal.SIGKILL)
     p.wait()
     check(first == ref1, "the first turn with --kv-disk answers as without it")
@@ -148,24 +135,9 @@ def kill_rounds(ponder, model, base, kills, log):
           f"(blocks read from disk in a round: up to {reads:.0f})")
 
 
-def mount(*args):
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
-
-
-def hostile_places(ponder, model, base, log):
-    full, ro = os.path.join(base, "full"), os.path.join(base, "ro")
-    os.makedirs(full)
-    os.makedirs(ro)
-    if os.geteuid() != 0 or not mount("-t", "tmpfs", "-o", "size=256k", "tmpfs", full):
-        print("  --   full disk and read-only directory skipped: this machine allows no mounts here")
-        return
-    try:
-        if not (mount("--bind", ro, ro) and mount("-o", "remount,bind,ro", ro, ro)):
-            print("  --   read-only directory skipped: no read-only bind mount here")
-            ro = None
-        for name, d in (("a full disk (256 KiB tmpfs)", full), ("a read-only directory", ro)):
-            if d is None:
-                continue
+def hostile_places(ponder, model, log):
+    with hostile_dirs("ponder-kvdisk-places-") as places:
+        for name, d, _ in places:
             port = free_port()
             p = start(ponder, model, os.path.join(d, "kv"), port, log)
             try:
@@ -176,9 +148,6 @@ def hostile_places(ponder, model, base, log):
                 p.terminate()
                 p.wait(30)
             check(len(answers) == 6 and errors > 0, f"{name}: every request answered, the failed writes counted ({errors:.0f})")
-    finally:
-        subprocess.run(["umount", full], capture_output=True)
-        subprocess.run(["umount", os.path.join(base, "ro")], capture_output=True)
 
 
 def main():
@@ -193,7 +162,7 @@ def main():
     with open(log_path, "w") as log:
         restart_conversation(ponder, model, base, log)
         kill_rounds(ponder, model, base, a.kills, log)
-        hostile_places(ponder, model, base, log)
+        hostile_places(ponder, model, log)
     if failures:
         for f in failures[:10]:
             print("  FAIL " + f)

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cluster import ROOT, free_port, metric, request, wait_until  # noqa: E402
+from cluster import ROOT, free_port, metric, request, settled_kv_disk_writes, wait_until  # noqa: E402
 
 
 def start(ponder, model, kv_dir, port, threads, ctx):
@@ -43,17 +43,6 @@ def message(n_words, seed):
     rnd = random.Random(seed)
     words = ["river", "stone", "seven", "prime", "lemma", "proof", "angle", "square", "number", "circle"]
     return " ".join(rnd.choice(words) + str(rnd.randrange(100)) for _ in range(n_words))
-
-
-def settle(port):
-    last = -1
-    for _ in range(120):
-        n = metric(port, "ponder_kv_disk_blocks_written_total") or 0
-        if n == last and n > 0:
-            return n
-        last = n
-        time.sleep(0.5)
-    return last
 
 
 def drop_page_cache():
@@ -87,7 +76,7 @@ def main():
         t_cold1, n1, _, c1 = first_token(port, [{"role": "user", "content": user1}])
         turn2 = [{"role": "user", "content": user1}, {"role": "assistant", "content": c1["message"]["content"] or "ok"},
                  {"role": "user", "content": "And which number came first?"}]
-        written = settle(port)
+        written = settled_kv_disk_writes(port, timeout=60)
         disk_bytes = metric(port, "ponder_kv_disk_bytes")
         copy_s = metric(port, "ponder_kv_disk_copy_seconds_total")
         p.send_signal(signal.SIGKILL)

@@ -377,7 +377,8 @@ int run_serve(int argc, char** argv) {
     l.model = s->model.get();
     l.tokenizer = &s->tokenizer;
     l.chat_template = std::make_shared<const text::ChatTemplate>(std::move(*tmpl));
-    l.engine = flags.engine_config(*s);
+    l.engine = flags.engine_config(s->model->config());
+    l.engine.model_fingerprint = spec.fingerprint;  // computed once, when the models were listed
     l.engine.max_running = parallel;
     l.engine.max_queue = queue;
     {

@@ -254,7 +254,7 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
         continue;
       }
       todo.push_back(&b);
-      pending_[b.hash] = true;
+      pending_.insert(b.hash);
       queued_bytes_ += block_bytes_;
     }
     if (todo.empty()) return;

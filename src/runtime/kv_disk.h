@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "model/kv_cache.h"
@@ -103,7 +104,7 @@ class KvDisk final : public BlockTier {
   std::condition_variable idle_cv_;  // wakes flush()
   std::unordered_map<uint64_t, Slot> index_;
   std::unordered_map<int32_t, FileInfo> files_;
-  std::unordered_map<uint64_t, bool> pending_;  // hashes queued for writing
+  std::unordered_set<uint64_t> pending_;  // hashes queued for writing
   std::deque<Job> queue_;
   int64_t queued_bytes_ = 0;
   bool writing_ = false;

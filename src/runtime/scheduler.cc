@@ -180,9 +180,7 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
       continue;
     }
     const auto tokens = std::span<const int32_t>(s->tokens);
-    int32_t n_read = 0;  // blocks read back from the tier
-    if (tier_ != nullptr)
-      n_read = pool_.load_from(*tier_, tokens, static_cast<int32_t>(tokens.size()) - 1);
+    if (tier_ != nullptr) pool_.load_from(*tier_, tokens, static_cast<int32_t>(tokens.size()) - 1);
     const PrefixMatch m = pool_.find_prefix(tokens, static_cast<int32_t>(tokens.size()) - 1);
     int32_t held = 0;  // matched blocks that now count as available and will not be
     for (int32_t b : m.blocks) held += pool_.ref_count(b) == 0;
@@ -196,10 +194,7 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
     s->n_computed = pool_.adopt(&s->blocks, m, tokens, &copy);
     PONDER_CHECK(s->n_computed == n_match);
     if (copy.n_slots > 0) plan.copies.push_back(copy);
-    if (s->n_cached < 0) {
-      s->n_cached = std::min(s->n_computed, s->n_prompt);
-      s->n_from_tier = std::min(n_read * kKvBlockSize, s->n_cached);
-    }
+    if (s->n_cached < 0) s->n_cached = std::min(s->n_computed, s->n_prompt);
     PONDER_CHECK(pool_.allocate(&s->blocks, s->n_computed + n));
     s->running = true;
     std::unique_ptr<Sequence> owned = std::move(*it);

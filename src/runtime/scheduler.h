@@ -36,7 +36,6 @@ struct Sequence {
   int32_t n_prompt = 0;
   int32_t n_computed = 0;   // positions whose K/V are in `blocks`
   int32_t n_cached = -1;    // prompt tokens taken from the cache at first admission (-1: not yet)
-  int32_t n_from_tier = 0;  // of those, read back from the block tier (the disk)
   int32_t n_preempted = 0;
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
