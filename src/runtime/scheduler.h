@@ -34,8 +34,8 @@ struct Sequence {
   uint64_t leader = 0;          // non-zero: another choice of the same prompt; waits for its prompt
   std::vector<int32_t> tokens;  // the prompt, then the generated tokens
   int32_t n_prompt = 0;
-  int32_t n_computed = 0;   // positions whose K/V are in `blocks`
-  int32_t n_cached = -1;    // prompt tokens taken from the cache at first admission (-1: not yet)
+  int32_t n_computed = 0;  // positions whose K/V are in `blocks`
+  int32_t n_cached = -1;   // prompt tokens taken from the cache at first admission (-1: not yet)
   int32_t n_preempted = 0;
   bool wants_logits = true;  // false: prefill only (warming the cache); done once computed
   bool running = false;
