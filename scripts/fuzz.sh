@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 BUDGET=${1:-15}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_model fuzz_tokenizer fuzz_request fuzz_responses fuzz_http fuzz_safetensors fuzz_hf_files fuzz_grammar)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_gguf fuzz_model fuzz_tokenizer fuzz_request fuzz_responses fuzz_http fuzz_safetensors fuzz_hf_files fuzz_grammar fuzz_kv_disk)
 B=${PONDER_FUZZ_BUILD:-build-fuzz}
 WORK=${PONDER_FUZZ_DIR:-$B/work}
 
