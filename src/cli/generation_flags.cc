@@ -47,9 +47,11 @@ void KvTypeFlags::add_to(CLI::App& app) {
          "files inside the exact rule, and with a Q8_0 cache inside the kv-q8_0 rule on every "
          "file; emulated, slowly, without AVX512_BF16); auto: bf16 for quantized weights on CPUs "
          "with AVX512_BF16 and an f16 K cache, else f32 (a Q8_0 cache decodes faster with f32 "
-         "scores). A bf16 cache always takes bf16 scores.")
+         "scores). A bf16 cache always takes bf16 scores. int8 (a Q8_0 K cache only): q "
+         "rounded to Q8_0 and exact integer K.q sums, llama.cpp's route for -ctk q8_0 "
+         "(vpdpbusd; emulated, slowly, without AVX512_VNNI).")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "int8"}));
 }
 
 bool KvTypeFlags::explicit_types(KvType& k_type, KvType& v_type) const {
@@ -86,13 +88,20 @@ Status KvTypeFlags::validate(bool flash_attn) const {
   if (scores == "bf16" && !flash_attn) {
     return Status::error("--attn-scores bf16 needs the block order of attention (--flash-attn 1)");
   }
+  if (scores == "int8" && kt != KvType::kQ8_0) {
+    return Status::errorf("--attn-scores int8 needs a Q8_0 K cache (--cache-type-k q8_0; not {})",
+                          kv_type_name(kt));
+  }
   return Status::ok();
 }
 
 Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
   PONDER_RETURN_IF_ERROR(validate(flash_attn));
   model.set_flash_attention(flash_attn);
-  if (scores != "auto") model.set_bf16_scores(scores == "bf16");
+  if (scores != "auto") {
+    model.set_bf16_scores(scores == "bf16");
+    model.set_int8_scores(scores == "int8");
+  }
   KvType kt = KvType::kF16, vt = KvType::kF16;
   if (!explicit_types(kt, vt)) {
     model.use_default_kv_types();

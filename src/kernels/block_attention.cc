@@ -34,6 +34,9 @@ KernelFn<&BlockAttentionKernels::attend_block_bf16_group> attend_block_bf16_grou
 KernelFn<&BlockAttentionKernels::attend_block_bf16_f16_group>
     attend_block_bf16_f16_group_avx512bf16;
 KernelFn<&BlockAttentionKernels::attend_block_bf16kv_group> attend_block_bf16kv_group_avx512bf16;
+KernelFn<&BlockAttentionKernels::convert_block_q8_0_i8> convert_block_q8_0_i8_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_i8> attend_block_i8_avx512vnni;
+KernelFn<&BlockAttentionKernels::attend_block_q8_0_i8_group> attend_block_q8_0_i8_group_avx512vnni;
 #endif
 
 namespace {
@@ -195,6 +198,40 @@ void attend_block_bf16kv(const uint16_t* const* krows, const uint16_t* const* vr
   }
 }
 
+void convert_block_q8_0_i8(const uint8_t* const* rows, int n, int64_t hd, K8Block out) {
+  std::fill(out.codes, out.codes + hd * kAttnBlock, uint8_t{128});
+  std::fill(out.scales, out.scales + hd / kQK * kAttnBlock, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows[p]);
+    for (int64_t i = 0; i < hd; ++i) {
+      out.codes[i / 4 * 64 + 4 * p + i % 4] =
+          static_cast<uint8_t>(blocks[i / kQK].qs[i % kQK] + 128);
+    }
+    for (int64_t b = 0; b < hd / kQK; ++b) out.scales[b * kAttnBlock + p] = fp16_to_fp32(blocks[b].d);
+  }
+}
+
+void attend_block_i8(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q, int64_t hd,
+                     float scale, SoftmaxState* st) {
+  const int64_t nb = hd / kQK;
+  for (int h = 0; h < n_q; ++h) {
+    const BlockQ8_0* qh = q.q + h * nb;
+    float s[kAttnBlock] = {};
+    for (int p = 0; p < valid; ++p) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t isum = 0;
+        for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i)
+          isum += (k.codes[i / 4 * 64 + 4 * p + i % 4] - 128) * qh[b].qs[i % kQK];
+        const float d = k.scales[b * kAttnBlock + p] * fp16_to_fp32(qh[b].d);
+        acc = std::fma(static_cast<float>(isum), d, acc);
+      }
+      s[p] = acc * scale;
+    }
+    softmax_values(s, v, valid, hd, st[h]);
+  }
+}
+
 void fold(float* o, const float* acc, float a, float b, int64_t hdp) {
   for (int64_t i = 0; i < hdp; ++i) o[i] = std::fma(acc[i], b, o[i] * a);
 }
@@ -221,6 +258,8 @@ const BlockAttentionKernels& block_attention_kernels_scalar() {
     t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16;
     t.attend_block_bf16 = attend_block_bf16;
     t.attend_block_bf16kv = attend_block_bf16kv;
+    t.convert_block_q8_0_i8 = convert_block_q8_0_i8;
+    t.attend_block_i8 = attend_block_i8;
     return t;
   }();
   return k;
@@ -236,6 +275,8 @@ BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
   t.convert_block_q8_0_bf16 = s.convert_block_q8_0_bf16;
   t.attend_block_bf16 = s.attend_block_bf16;
   t.attend_block_bf16kv = s.attend_block_bf16kv;
+  t.convert_block_q8_0_i8 = s.convert_block_q8_0_i8;
+  t.attend_block_i8 = s.attend_block_i8;
   return t;
 }
 
@@ -257,6 +298,11 @@ const BlockAttentionKernels* block_attention_kernels_avx512() {
     BlockAttentionKernels t = with_scalar_bf16(
         {convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
          attend_block_f16_group_avx512, attend_block_q8_0_group_avx512, attend_block_group_avx512});
+    if (cpu_features().avx512vnni) {
+      t.convert_block_q8_0_i8 = convert_block_q8_0_i8_avx512;
+      t.attend_block_i8 = attend_block_i8_avx512vnni;
+      t.attend_block_q8_0_i8_group = attend_block_q8_0_i8_group_avx512vnni;
+    }
     if (cpu_features().avx512bf16) {
       t.convert_block_bf16 = convert_block_bf16_avx512bf16;
       t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16_avx512bf16;

@@ -36,6 +36,18 @@
 // rule.) (Two bf16 parts per weight, ~16 bits, measured no closer to the exact computation on the
 // golden files and cost twice the instructions.)
 //
+// The int8-scores variant (a Q8_0 K cache with `--attn-scores int8`: llama.cpp's route for
+// `-ctk q8_0`, judged by the kv-q8_0 rule of ../shared/golden/kv-q8_0/README.md) rounds each query
+// vector to Q8_0 (quantize_row: blocks b of 32 values, codes qq, scale dq_b an f16) and takes the
+// scores from exact integer sums over the K rows' codes kq and scales dk:
+//   isum[p][b] = sum over i < 32 of kq[p][32b + i] * qq[32b + i]
+//   acc = +0; for each b in order: acc = fma(f32(isum[p][b]), f32(dk[p][b]) * f32(dq_b), acc)
+//   s[p] = acc * scale
+// then the softmax step and the f32 V sums as above (V as convert_block_q8_0 gives it). Its
+// kernels take K as convert_block_q8_0_i8 leaves a block (K8Block: the codes transposed so that
+// one 64-byte vector holds 4 dimensions of all 16 positions, each code + 128 as vpdpbusd's unsigned
+// operand; the query's codes are the signed one and -128 * sum(qq) of the block starts each sum).
+//
 // Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
 
@@ -45,6 +57,26 @@ namespace ponder {
 
 inline constexpr int kAttnBlock = 16;     // KV positions per block of the block order
 inline constexpr int kAttnStepBf16 = 32;  // positions per kernel call of the bf16-cache variant
+
+struct BlockQ8_0;
+
+// A block of Q8_0 K rows for the int8-scores variant (header), hd a multiple of 32:
+//   codes[g * 64 + 4p + j] = kq[p][4g + j] + 128 (as a byte; 128 for the rows p >= n), g < hd / 4
+//   scales[b * 16 + p] = f32(dk[p][b]) (+0 for the rows p >= n), b < hd / 32
+struct K8Block {
+  uint8_t* codes;  // [hd / 4][64]
+  float* scales;   // [hd / 32][16]
+};
+struct ConstK8Block {
+  const uint8_t* codes;
+  const float* scales;
+};
+// Query vectors for it: q [n_q][hd / 32] blocks (quantize_row of each vector) and qsum
+// [n_q][hd / 32] the sums of each block's 32 codes.
+struct QueriesQ8 {
+  const BlockQ8_0* q;
+  const int32_t* qsum;
+};
 
 // exp(x) for x <= 0 (or -inf): ggml's range reduction and degree-5 polynomial (expf_ggml),
 // scaled by 2^n exactly; 0 below x < -86 (where the result would approach the subnormals), so
@@ -138,6 +170,21 @@ struct BlockAttentionKernels {
                                       int valid, const uint16_t* qb, int n_q, int64_t hdp,
                                       int64_t hdp32, float scale, SoftmaxState* st) = nullptr;
 
+  // The int8-scores variant (header). K rows of a block to K8Block (always built).
+  void (*convert_block_q8_0_i8)(const uint8_t* const* rows, int n, int64_t hd,
+                                K8Block out) = nullptr;
+  // n_q query vectors (hd / 32 blocks each) against the block's first `valid` (1..16) positions:
+  // the scores from k, then attend_block's steps with v [16][hd] f32 (always built: the scalar
+  // reference where nothing faster is).
+  void (*attend_block_i8)(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q,
+                          int64_t hd, float scale, SoftmaxState* st) = nullptr;
+  // Decode's fused form: K converted in the kernel, V read straight from the Q8_0 rows
+  // (convert_block_q8_0's values); the bits of convert_block_q8_0_i8, convert_block_q8_0 of V
+  // and attend_block_i8. next as attend_block_f16_group's. nullptr where not built.
+  void (*attend_block_q8_0_i8_group)(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                     int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
+                                     SoftmaxState* st, const BlockRows* next) = nullptr;
+
   // Whether a kernel is built and takes head size hd, so callers ask the table rather than know
   // each kernel's limits. The kernels that read f16 or Q8_0 rows directly (and the f16-V form of
   // attend_block_bf16_f16_group) go 64 values at a time and keep a whole row in registers; the
@@ -153,6 +200,9 @@ struct BlockAttentionKernels {
   }
   bool bf16kv_group_takes(int64_t hd) const {
     return attend_block_bf16kv_group != nullptr && hd % 32 == 0 && hd <= 256;
+  }
+  bool q8_0_i8_group_takes(int64_t hd) const {
+    return attend_block_q8_0_i8_group != nullptr && rows_of_64_take(hd);
   }
   static bool rows_of_64_take(int64_t hd) { return hd % 64 == 0 && hd <= 256; }
 };

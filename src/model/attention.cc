@@ -8,7 +8,9 @@
 #include "kernels/block_attention.h"
 #include "kernels/dot_ggml_order.h"
 #include "kernels/ggml_math.h"
+#include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/quantize.h"
 
 namespace ponder {
 namespace {
@@ -105,6 +107,11 @@ struct Buffers {
   uint16_t* qb;   // [max_q][hdp32]
   uint16_t* kb;   // [16][hdp32]
   float* states;  // two ChunkStates, the second state_floats after the first
+  // int8 scores (else null): the queries rounded to Q8_0 [max_q][hd / 32] with their blocks'
+  // sums, and one block's K.
+  BlockQ8_0* qq = nullptr;
+  int32_t* qsum = nullptr;
+  K8Block k8 = {nullptr, nullptr};
 };
 
 struct BlockOrder {
@@ -114,6 +121,7 @@ struct BlockOrder {
   float scale;
   const BlockAttentionKernels& kern;
   int64_t hdp32 = 0;  // bf16 scores: hd rounded up to 32, else 0
+  bool int8 = false;  // the int8-scores variant (a Q8_0 K cache)
 
   int64_t n_kv(int64_t tile) const {
     int64_t n = 0;
@@ -124,8 +132,11 @@ struct BlockOrder {
 
   // qf [nq][hdp]: the tile's query vectors for KV head kvh, zeros past hd; with bf16 scores
   // their bf16 copies qb [nq][hdp32] too.
-  void load_queries(int64_t tile, int64_t kvh, float* qf, uint16_t* qb) const {
+  void load_queries(int64_t tile, int64_t kvh, const Buffers& buf) const {
+    float* qf = buf.qf;
+    uint16_t* qb = buf.qb;
     const Qwen2Config& c = in.config;
+    const int64_t nb = hd / kQK;
     for (int64_t r = tile_begin[tile]; r < tile_begin[tile + 1]; ++r) {
       for (int64_t h = 0; h < group; ++h) {
         const int64_t qv = (r - tile_begin[tile]) * group + h;
@@ -134,6 +145,15 @@ struct BlockOrder {
         std::copy(src, src + hd, dst);
         std::fill(dst + hd, dst + hdp, 0.0f);
         if (hdp32 > 0) round_to_bf16(src, hd, hdp32, qb + qv * hdp32);
+        if (int8) {
+          BlockQ8_0* blocks = buf.qq + qv * nb;
+          quantize_row(GgmlType::Q8_0, src, blocks, hd);
+          for (int64_t b = 0; b < nb; ++b) {
+            int32_t sum = 0;
+            for (int8_t code : blocks[b].qs) sum += code;
+            buf.qsum[qv * nb + b] = sum;
+          }
+        }
       }
     }
   }
@@ -204,10 +224,18 @@ struct BlockOrder {
            in.cache.v_type() == KvType::kQ8_0 && hd == hdp;
   }
 
+  // Whether one row's query vectors (decode) read the block's Q8_0 K and V rows directly with
+  // int8 scores.
+  bool reads_q8_0_rows_i8(int64_t nq) const {
+    return int8 && kern.q8_0_i8_group_takes(hd) && nq == group &&
+           in.cache.v_type() == KvType::kQ8_0;
+  }
+
   // Whether the kernel that attend_chunk runs for a tile of nq query vectors prefetches the next
   // block itself (spread through its work; else attend_chunk asks for it in one burst).
   bool kernel_prefetches(int64_t nq) const {
     if (in.cache.k_type() == KvType::kBF16) return kern.bf16kv_group_takes(hd);
+    if (int8) return reads_q8_0_rows_i8(nq);
     return hdp32 == 0 &&
            (reads_f16_rows(nq) || reads_q8_0_rows(nq) || kern.attend_block_group != nullptr);
   }
@@ -269,6 +297,31 @@ struct BlockOrder {
         for (int i = 0; i < n; ++i)
           kern.attend_block_bf16(buf.kb, buf.vf, qb + i * hdp32, valid, hdp, hdp32, scale, s[i]);
       }
+    });
+  }
+
+  // One block for the tile's query vectors with int8 scores: one row's query vectors (decode) read
+  // the Q8_0 rows through the fused kernel, else K is converted to a K8Block and V to f32 once
+  // for all the tile's rows (the same bits).
+  void attend_block_i8(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
+                       const uint8_t* const* vrows, const BlockRows* next, const Buffers& buf,
+                       const ChunkStates& st) const {
+    const int64_t qblocks = hd / kQK;
+    auto queries = [&](int64_t q0) {
+      return QueriesQ8{buf.qq + q0 * qblocks, buf.qsum + q0 * qblocks};
+    };
+    if (reads_q8_0_rows_i8(nq)) {
+      for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+        kern.attend_block_q8_0_i8_group(krows, vrows, valid, queries(q0), n, hd, scale, s,
+                                        q0 == 0 ? next : nullptr);
+      });
+      return;
+    }
+    kern.convert_block_q8_0_i8(krows, nb, hd, buf.k8);
+    convert(in.cache.v_type(), vrows, nb, buf.vf);
+    for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+      kern.attend_block_i8(ConstK8Block{buf.k8.codes, buf.k8.scales}, buf.vf, valid, queries(q0),
+                           n, hd, scale, s);
     });
   }
 
@@ -368,6 +421,8 @@ struct BlockOrder {
       }
       if (in.cache.k_type() == KvType::kBF16) {
         attend_block_bf16kv(rb, nq, b0, nb, krows, vrows, ahead, buf, st);
+      } else if (int8) {
+        attend_block_i8(rb, nq, b0, nb, krows, vrows, ahead, buf, st);
       } else if (hdp32 > 0) {
         attend_block_bf16(rb, nq, b0, nb, krows, vrows, buf, st);
       } else {
@@ -405,7 +460,8 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       in.cache.block_size(),
       1.0f / std::sqrt(static_cast<float>(c.head_dim)),
       block_attention_kernels(),
-      in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0};
+      in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0,
+      in.int8_scores && in.cache.k_type() == KvType::kQ8_0 && !in.bf16_scores};
   const int64_t hdp = order.hdp, hdp32 = order.hdp32;
   const int64_t max_q = kFlashRows * group;
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates
@@ -418,8 +474,20 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     float* f =
         grown(t.floats, static_cast<size_t>(max_q * hdp + 2 * kAttnBlock * hdp + 2 * state_floats));
     uint16_t* h = grown(t.halves, static_cast<size_t>(max_q * hdp32 + kAttnBlock * hdp32));
-    return Buffers{f, f + max_q * hdp,   f + max_q * hdp + kAttnBlock * hdp,
-                   h, h + max_q * hdp32, f + max_q * hdp + 2 * kAttnBlock * hdp};
+    Buffers buf{f, f + max_q * hdp,   f + max_q * hdp + kAttnBlock * hdp,
+                h, h + max_q * hdp32, f + max_q * hdp + 2 * kAttnBlock * hdp};
+    if (order.int8) {  // 64-byte aligned pieces: the K8Block's codes and scales, then the queries'
+      const int64_t qblocks = max_q * (c.head_dim / kQK);
+      const int64_t codes = c.head_dim * kAttnBlock, scales = c.head_dim / kQK * kAttnBlock * 4;
+      const int64_t sums = (qblocks * 4 + 63) / 64 * 64;
+      uint8_t* raw = grown(t.bytes, static_cast<size_t>(64 + codes + scales + sums +
+                                                        qblocks * sizeof(BlockQ8_0)));
+      uint8_t* base = raw + (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
+      buf.k8 = K8Block{base, reinterpret_cast<float*>(base + codes)};
+      buf.qsum = reinterpret_cast<int32_t*>(base + codes + scales);
+      buf.qq = reinterpret_cast<BlockQ8_0*>(base + codes + scales + sums);
+    }
+    return buf;
   };
 
   // chunk_begin[t]: the first chunk of tile t in a numbering of all the tiles' chunks.
@@ -439,7 +507,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       const ChunkStates run = states_at(buf.states);
       const ChunkStates part = states_at(buf.states + state_floats);
       const int64_t nq = (tile_begin[tile + 1] - tile_begin[tile]) * group;
-      order.load_queries(tile, kvh, buf.qf, buf.qb);
+      order.load_queries(tile, kvh, buf);
       order.attend_chunk(tile, kvh, 0, buf, run);
       for (int64_t ch = 1; ch < chunk_begin[tile + 1] - chunk_begin[tile]; ++ch) {
         order.attend_chunk(tile, kvh, ch, buf, part);
@@ -464,7 +532,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) -
                          chunk_begin.begin() - 1;
     const Buffers buf = thread_buffers(ti);
-    order.load_queries(tile, kvh, buf.qf, buf.qb);
+    order.load_queries(tile, kvh, buf);
     order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], buf, slot(chunk_index, kvh));
   });
   run_tasks(pool, n_tasks, [&](int, int64_t task) {

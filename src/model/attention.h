@@ -39,6 +39,7 @@ struct AttentionInput {
   const float* q;            // [n_rows, n_head * head_dim], after RoPE
   float* out;                // [n_rows, n_head * head_dim]
   bool bf16_scores = false;  // flash order: the bf16-scores variant (kernels/block_attention.h)
+  bool int8_scores = false;  // flash order, a Q8_0 K cache: the int8-scores variant (the same)
 };
 
 // Per-thread buffers, grown on demand and kept between calls (no allocation in steady state).
@@ -48,6 +49,7 @@ struct AttentionScratch {
     std::vector<double> doubles;
     std::vector<uint16_t> halves;
     std::vector<const uint16_t*> rows;
+    std::vector<uint8_t> bytes;  // int8 scores: the queries' Q8_0 blocks and sums, a K8Block
   };
   std::vector<PerThread> threads;
   std::vector<int64_t> tiles;  // first row of each tile, then n_rows (row_tiles in attention.cc)

@@ -156,10 +156,11 @@ ExactReference llama_cpp_q8_0_kv_from_exact(const std::string& type) {
 // The rule for a float order other than llama.cpp's: against exact/<TYPE>-<p>.pgld, mean dlogp at
 // most 1.1 x llama.cpp's + 0.001 and top-1 agreement at least llama.cpp's - 0.02. A mean_bound
 // > 0 replaces the first bound (a lossy KV cache on unquantized weights).
-// Scores: the block order's f32 or bf16 scores (Qwen2Model::set_bf16_scores).
+// Scores: the block order's f32, bf16 or (a Q8_0 K cache) int8 scores (Qwen2Model::set_bf16_scores,
+// set_int8_scores).
 // Reference: llama.cpp with its F16 K/V cache (../shared/golden/README.md), or with its Q8_0 K/V
 // cache (the kv-q8_0 rule: ../shared/golden/kv-q8_0/README.md).
-enum class Scores { kF32, kBf16 };
+enum class Scores { kF32, kBf16, kInt8 };
 enum class Reference { kF16Cache, kQ8_0Cache };
 
 void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvType::kF16,
@@ -169,6 +170,7 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
   ASSERT_NE(tiny.model, nullptr);
   Qwen2Model& model = *tiny.model;
   model.set_bf16_scores(scores == Scores::kBf16);
+  model.set_int8_scores(scores == Scores::kInt8);
   ThreadPool pool(2);
   const ExactReference ref = reference == Reference::kQ8_0Cache ? llama_cpp_q8_0_kv_from_exact(type)
                                                                 : llama_cpp_from_exact(type);
@@ -184,6 +186,7 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
         name.c_str(),
         !flash_attn               ? "ggml "
         : scores == Scores::kBf16 ? "bf16qk"
+        : scores == Scores::kInt8 ? "i8qk  "
                                   : "flash",
         kv_type_name(kv), d.mean(), reference == Reference::kQ8_0Cache ? " q8_0 K/V" : "",
         ref.mean[p], bound, d.top1_rate(), ref.top1[p]);
@@ -230,6 +233,13 @@ TEST_P(GoldenQ8CacheBf16ScoresTest, Q8_0CacheWithBf16ScoresMeetsTheKvQ8_0Rule) {
   check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kBf16, Reference::kQ8_0Cache);
 }
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQ8CacheBf16ScoresTest, testing::ValuesIn(all_types()));
+// The int8-scores variant (`--attn-scores int8`: q rounded to Q8_0, llama.cpp's own route for a
+// Q8_0 cache; the scalar reference where AVX512_VNNI is not).
+class GoldenQ8CacheInt8ScoresTest : public testing::TestWithParam<std::string> {};
+TEST_P(GoldenQ8CacheInt8ScoresTest, Q8_0CacheWithInt8ScoresMeetsTheKvQ8_0Rule) {
+  check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kInt8, Reference::kQ8_0Cache);
+}
+INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQ8CacheInt8ScoresTest, testing::ValuesIn(all_types()));
 // The bf16-scores variant (the default for quantized weights with an f16 K cache where AVX512_BF16
 // runs it; the scalar reference elsewhere). With a Q8_0 K cache the model keeps f32 scores: the
 // two roundings together measured past the rule on 4 of the 10 types (Q8_0-p3 0.0308 against

@@ -94,6 +94,7 @@ std::string Qwen2Model::numerics() const {
                      !flash_attn_                   ? "ggml"
                      : kv_type_k() == KvType::kBF16 ? "block-bf16kv"
                      : bf16_scores_in_use()         ? "block-bf16qk"
+                     : flash_attn_ && int8_scores_for(kv_type_k()) ? "block-i8qk"
                                                     : "block",
                      kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
@@ -201,7 +202,8 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
     }
 
     const AttentionInput attn_in{
-        c, batch, cache, il, q_.data(), attn_.data(), bf16_scores_for(cache.k_type())};
+        c, batch, cache, il, q_.data(), attn_.data(), bf16_scores_for(cache.k_type()),
+      int8_scores_for(cache.k_type())};
     if (flash_attn_) {
       attention_flash(attn_in, attn_scratch_, pool);
     } else {

@@ -68,6 +68,13 @@ class Qwen2Model {
     return k == KvType::kBF16 || (k == KvType::kF16 && bf16_scores_) ||
            (k == KvType::kQ8_0 && bf16_scores_q8_0_);
   }
+  // The int8-scores variant for a Q8_0 K cache (kernels/block_attention.h: q rounded to Q8_0,
+  // exact integer K.q sums, llama.cpp's route for `-ctk q8_0`): only when set
+  // (`--attn-scores int8`), and not with bf16 scores.
+  void set_int8_scores(bool on) { int8_scores_ = on; }
+  bool int8_scores_for(KvType k) const {
+    return k == KvType::kQ8_0 && int8_scores_ && !bf16_scores_for(k);
+  }
   // Whether attention runs them with this model's settings.
   bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_type_k()); }
   // That default for these weights on this CPU.
@@ -115,6 +122,7 @@ class Qwen2Model {
   bool flash_attn_ = true;         // attention_flash, else attention_ggml_order
   bool bf16_scores_ = false;       // set at load: bf16_scores_default()
   bool bf16_scores_q8_0_ = false;  // with a Q8_0 K cache: set_bf16_scores only
+  bool int8_scores_ = false;       // with a Q8_0 K cache: set_int8_scores only
   KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;  // when not kv_default_
   bool kv_default_ = true;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/block_attention.h"
@@ -631,6 +632,148 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
     attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, next_v(next, valid, h0)},
                            Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale,
                            st + h0);
+  });
+}
+
+// The int8-scores variant (block_attention.h), AVX512_VNNI.
+namespace {
+
+// out[c] lane p = in[p] lane c, for 16 vectors of 16 32-bit lanes: pairs of rows interleaved by
+// lanes, then by pairs of lanes, then the 128-bit blocks gathered in two steps.
+inline void transpose16x16_epi32(__m512i (&r)[16]) {
+  __m512i a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // b[4i + j], 128-bit block k: rows 4i .. 4i + 3 of column 4k + j.
+  for (int i = 0; i < 4; ++i) {
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+    b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i c0 = _mm512_shuffle_i32x4(b[j], b[4 + j], 0x44);  // blocks 0, 1 of each
+    const __m512i c1 = _mm512_shuffle_i32x4(b[j], b[4 + j], 0xee);  // blocks 2, 3
+    const __m512i d0 = _mm512_shuffle_i32x4(b[8 + j], b[12 + j], 0x44);
+    const __m512i d1 = _mm512_shuffle_i32x4(b[8 + j], b[12 + j], 0xee);
+    r[j] = _mm512_shuffle_i32x4(c0, d0, 0x88);
+    r[4 + j] = _mm512_shuffle_i32x4(c0, d0, 0xdd);
+    r[8 + j] = _mm512_shuffle_i32x4(c1, d1, 0x88);
+    r[12 + j] = _mm512_shuffle_i32x4(c1, d1, 0xdd);
+  }
+}
+
+// convert_block_q8_0_i8 for 16 rows (the caller points the rows past n at zero blocks): per 64
+// dimensions (two Q8_0 blocks) the 16 rows' codes + 128 transposed by groups of 4 bytes.
+inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out) {
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t t = 0; t < hd / 64; ++t) {
+    __m512i r[16];
+    for (int p = 0; p < kAttnBlock; ++p) {
+      const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows[p]) + 2 * t;
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[0].qs));
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[1].qs));
+      r[p] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), offset);
+    }
+    transpose16x16_epi32(r);
+    for (int c = 0; c < 16; ++c) _mm512_store_si512(out.codes + (16 * t + c) * 64, r[c]);
+  }
+  for (int64_t b = 0; b < hd / kQK; ++b) {
+    alignas(32) uint16_t d[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
+    _mm512_store_ps(out.scales + b * kAttnBlock,
+                    _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+  }
+}
+
+// The 16 positions' scores (unscaled) of H query vectors from a K8Block: per Q8_0 block, the
+// exact integer sums by vpdpbusd (K's codes + 128 unsigned, the query's signed, started from
+// -128 * the query block's sum), then one fma with the product of the scales.
+template <int H>
+inline void i8_scores(ConstK8Block k, QueriesQ8 q, int64_t hd, __m512 (&s)[H]) {
+  const int64_t nb = hd / kQK;
+  for (int h = 0; h < H; ++h) s[h] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i acc[H];
+    for (int h = 0; h < H; ++h) acc[h] = _mm512_set1_epi32(-128 * q.qsum[h * nb + b]);
+    for (int g = 0; g < kQK / 4; ++g) {
+      const __m512i kv = _mm512_load_si512(k.codes + (b * (kQK / 4) + g) * 64);
+      for (int h = 0; h < H; ++h) {
+        int32_t word;
+        std::memcpy(&word, q.q[h * nb + b].qs + 4 * g, sizeof(word));
+        acc[h] = _mm512_dpbusd_epi32(acc[h], kv, _mm512_set1_epi32(word));
+      }
+    }
+    const __m512 kd = _mm512_load_ps(k.scales + b * kAttnBlock);
+    for (int h = 0; h < H; ++h) {
+      const __m512 d = _mm512_mul_ps(kd, _mm512_set1_ps(_cvtsh_ss(q.q[h * nb + b].d)));
+      s[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[h]), d, s[h]);
+    }
+  }
+}
+
+template <int H, class Values>
+void attend_heads_i8(ConstK8Block k, const Values& v, int valid, QueriesQ8 q, int64_t hd,
+                     float scale, SoftmaxState* st) {
+  alignas(64) float ev[H][kAttnBlock];
+  float corr[H];
+  __m512 s[H];
+  i8_scores<H>(k, q, hd, s);
+  softmax_steps<H>(s, valid, scale, st, ev, corr);
+  v.template add<H>(ev, corr, valid, hd, st);
+}
+
+QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
+  return {q.q + h0 * (hd / kQK), q.qsum + h0 * (hd / kQK)};
+}
+
+}  // namespace
+
+void convert_block_q8_0_i8_avx512(const uint8_t* const* rows, int n, int64_t hd, K8Block out) {
+  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};  // scale +0, codes 0
+  if (hd % 64 != 0 || hd > 256) {
+    block_attention_kernels_scalar().convert_block_q8_0_i8(rows, n, hd, out);
+    return;
+  }
+  const uint8_t* r[kAttnBlock];
+  for (int p = 0; p < kAttnBlock; ++p)
+    r[p] = p < n ? rows[p] : reinterpret_cast<const uint8_t*>(kZeros);
+  convert_k8_rows(r, hd, out);
+}
+
+void attend_block_i8_avx512vnni(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q,
+                                int64_t hd, float scale, SoftmaxState* st) {
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(k, F32Values<F32Block>{F32Block{v, hd}}, valid, queries_from(q, h0, hd),
+                         hd, scale, st + h0);
+  });
+}
+
+void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows,
+                                           const uint8_t* const* vrows, int valid, QueriesQ8 q,
+                                           int n_q, int64_t hd, float scale, SoftmaxState* st,
+                                           const BlockRows* next) {
+  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};
+  const uint8_t* kr[kAttnBlock];
+  const uint8_t* vr[kAttnBlock];
+  for (int p = 0; p < kAttnBlock; ++p) {
+    kr[p] = p < valid ? krows[p] : reinterpret_cast<const uint8_t*>(kZeros);
+    vr[p] = p < valid ? vrows[p] : reinterpret_cast<const uint8_t*>(kZeros);
+  }
+  // The next block's V rows while this one's K is transposed and scored (its K rows: during the
+  // V sums, F32Values).
+  if (next != nullptr && valid == kAttnBlock) {
+    for (int p = 0; p < kAttnBlock; ++p) Prefetch{next->v, next->v_bytes}.lines_of_row(p, 0, 4);
+  }
+  alignas(64) uint8_t codes[256 / 4 * 64];
+  alignas(64) float scales[256 / kQK * kAttnBlock];
+  convert_k8_rows(kr, hd, K8Block{codes, scales});
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(ConstK8Block{codes, scales},
+                         F32Values<Q8_0Rows>{Q8_0Rows{vr}, next_k(next, valid, h0)}, valid,
+                         queries_from(q, h0, hd), hd, scale, st + h0);
   });
 }
 

@@ -1,0 +1,197 @@
+// The int8-scores variant of the block order (block_attention.h): K's codes transposed as the
+// header says, every ISA's kernels give the scalar reference's bits, and the reference is softmax
+// attention over the Q8_0 query and K (against a double-precision computation).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/block_attention.h"
+#include "kernels/block_attention_test_support.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+#include "quant/quantize.h"
+
+namespace ponder {
+namespace {
+
+using namespace block_attention_test;
+
+// n_q query vectors rounded to Q8_0, with their blocks' code sums (what attention.cc passes).
+struct Queries8 {
+  std::vector<BlockQ8_0> q;
+  std::vector<int32_t> sums;
+  Queries8(const std::vector<float>& x, int n_q, int64_t hd)
+      : q(static_cast<size_t>(n_q * hd / kQK)), sums(q.size()) {
+    for (int i = 0; i < n_q; ++i)
+      quantize_row(GgmlType::Q8_0, x.data() + i * hd, q.data() + i * hd / kQK, hd);
+    for (size_t b = 0; b < q.size(); ++b) {
+      for (int8_t c : q[b].qs) sums[b] += c;
+    }
+  }
+  QueriesQ8 view() const { return {q.data(), sums.data()}; }
+};
+
+// A K8Block's storage, 64-byte aligned.
+struct K8Storage {
+  alignas(64) uint8_t codes[256 / 4 * 64];
+  alignas(64) float scales[256 / kQK * 16];
+  K8Block block() { return {codes, scales}; }
+  ConstK8Block view() const { return {codes, scales}; }
+};
+
+float q8_value(const uint8_t* row, int64_t i) {
+  const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + i / kQK;
+  return fp16_to_fp32(b->d) * b->qs[i % kQK];
+}
+
+TEST(BlockAttentionI8Test, KCodesAreTransposedByFoursPlus128InEveryIsa) {
+  std::mt19937 rng(7);
+  for (int64_t hd : {64, 128, 256}) {
+    for (int n : {1, 7, 16}) {
+      const auto rows = random_q8_0_rows(n, hd, rng);
+      const uint8_t* r[16];
+      for (int p = 0; p < n; ++p) r[p] = rows[static_cast<size_t>(p)].data();
+      K8Storage want;
+      std::memset(&want, 0x5a, sizeof(want));  // stale data: every byte must be written
+      block_attention_kernels_scalar().convert_block_q8_0_i8(r, n, hd, want.block());
+      for (int p = 0; p < 16; ++p) {
+        for (int64_t i = 0; i < hd; ++i) {
+          const auto* b = reinterpret_cast<const BlockQ8_0*>(r[std::min(p, n - 1)]) + i / kQK;
+          const int code = p < n ? b->qs[i % kQK] : 0;
+          ASSERT_EQ(want.codes[i / 4 * 64 + 4 * p + i % 4], code + 128) << p << " " << i;
+        }
+        for (int64_t b = 0; b < hd / kQK; ++b) {
+          const float d =
+              p < n ? fp16_to_fp32(reinterpret_cast<const BlockQ8_0*>(r[p])[b].d) : 0.0f;
+          ASSERT_EQ(want.scales[b * 16 + p], d);
+          if (p >= n) {
+            ASSERT_FALSE(std::signbit(want.scales[b * 16 + p]));
+          }
+        }
+      }
+      for (const BlockAttentionKernels* kern : all_kernels()) {
+        K8Storage got;
+        std::memset(&got, 0xa5, sizeof(got));
+        kern->convert_block_q8_0_i8(r, n, hd, got.block());
+        ASSERT_EQ(std::memcmp(got.codes, want.codes, static_cast<size_t>(hd * 16)), 0) << hd << n;
+        ASSERT_EQ(std::memcmp(got.scales, want.scales, static_cast<size_t>(hd / kQK * 16 * 4)), 0);
+      }
+    }
+  }
+}
+
+// softmax(q8 . K / sqrt(hd)) V in doubles, q8 the query as its Q8_0 blocks give it back.
+std::vector<double> exact_attention(const std::vector<std::vector<uint8_t>>& k,
+                                    const std::vector<std::vector<uint8_t>>& v,
+                                    const BlockQ8_0* q, int64_t hd, double scale) {
+  std::vector<double> s(k.size());
+  double mx = -INFINITY;
+  for (size_t p = 0; p < k.size(); ++p) {
+    double d = 0;
+    for (int64_t i = 0; i < hd; ++i) {
+      d += double(fp16_to_fp32(q[i / kQK].d)) * q[i / kQK].qs[i % kQK] * q8_value(k[p].data(), i);
+    }
+    s[p] = d * scale;
+    mx = std::max(mx, s[p]);
+  }
+  double sum = 0;
+  for (double& e : s) sum += (e = std::exp(e - mx));
+  std::vector<double> out(static_cast<size_t>(hd), 0.0);
+  for (size_t p = 0; p < k.size(); ++p) {
+    for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] += s[p] * q8_value(v[p].data(), i) / sum;
+  }
+  return out;
+}
+
+// The scalar reference against doubles; then the block kernel (attend_block_i8 on a converted
+// block, prompts) and the decode kernel (attend_block_q8_0_i8_group on the rows) of every ISA
+// against the reference's bits, for 1 to 13 queries, full and partial blocks, rows past `valid`
+// holding data, and the next block's rows given (a prefetch: no bit may change).
+TEST(BlockAttentionI8Test, KernelsGiveTheReferenceBitsAndItIsAttention) {
+  const BlockAttentionKernels& ref = block_attention_kernels_scalar();
+  std::mt19937 rng(800);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  int checked_simd = 0;
+  for (int64_t hd : {128, 64, 256}) {
+    for (int n : {1, 7, 16, 33, 300}) {
+      const auto k = random_q8_0_rows(n, hd, rng), v = random_q8_0_rows(n, hd, rng);
+      for (int n_q : {1, 5, 6, 7, 13}) {
+        for (int cut : {0, 3}) {
+          const std::vector<float> x = random_queries(n_q, hd, g, rng);
+          const Queries8 q(x, n_q, hd);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          const std::string what = "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
+                                   " positions, " + std::to_string(n_q) + " queries, cut " +
+                                   std::to_string(cut);
+          std::vector<float> vf(static_cast<size_t>(16 * hd));
+          GroupStates want(n_q, hd);
+          std::vector<GroupStates> block_got, rows_got;
+          const auto kernels = all_kernels();
+          for (size_t i = 0; i < kernels.size(); ++i) {
+            block_got.emplace_back(n_q, hd);
+            rows_got.emplace_back(n_q, hd);
+          }
+          for (int b0 = 0; b0 < n; b0 += 16) {
+            const int nb = std::min(16, n - b0);
+            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+            const uint8_t* kr[16];
+            const uint8_t* vr[16];
+            block_rows(k, v, b0, nb, kr, vr);
+            K8Storage k8;
+            ref.convert_block_q8_0_i8(kr, nb, hd, k8.block());
+            ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
+            ref.attend_block_i8(k8.view(), vf.data(), valid, q.view(), n_q, hd, scale,
+                                want.st.data());
+            ponder::BlockRows next;
+            const bool full_next = b0 + 32 <= n;
+            if (full_next) {
+              for (int p = 0; p < 16; ++p) {
+                next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
+                next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
+              }
+              next.k_bytes = next.v_bytes = static_cast<int64_t>(k[0].size());
+            }
+            for (size_t i = 0; i < kernels.size(); ++i) {
+              K8Storage kk;
+              kernels[i]->convert_block_q8_0_i8(kr, nb, hd, kk.block());
+              kernels[i]->attend_block_i8(kk.view(), vf.data(), valid, q.view(), n_q, hd, scale,
+                                          block_got[i].st.data());
+              if (kernels[i]->q8_0_i8_group_takes(hd)) {
+                kernels[i]->attend_block_q8_0_i8_group(kr, vr, valid, q.view(), n_q, hd, scale,
+                                                       rows_got[i].st.data(),
+                                                       full_next ? &next : nullptr);
+              }
+            }
+          }
+          // The reference is attention over the positions each query saw.
+          const int last = (n - 1) / 16 * 16, seen = last + std::max(1, n - last - cut);
+          const std::vector<std::vector<uint8_t>> ks(k.begin(), k.begin() + seen),
+              vs(v.begin(), v.begin() + seen);
+          for (int h = 0; h < n_q; ++h) {
+            const std::vector<double> exact =
+                exact_attention(ks, vs, q.q.data() + h * hd / kQK, hd, scale);
+            const SoftmaxState& st = want.st[static_cast<size_t>(h)];
+            for (int64_t i = 0; i < hd; ++i)
+              ASSERT_NEAR(st.acc[i] / st.l, exact[static_cast<size_t>(i)], 2e-5) << what;
+          }
+          for (size_t i = 0; i < kernels.size(); ++i) {
+            expect_same_states(block_got[i], want, hd, "block kernel, " + what);
+            if (kernels[i]->q8_0_i8_group_takes(hd)) {
+              expect_same_states(rows_got[i], want, hd, "rows kernel, " + what);
+              ++checked_simd;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked_simd == 0) GTEST_SKIP() << "no int8-scores decode kernel on this CPU (AVX512_VNNI)";
+}
+
+}  // namespace
+}  // namespace ponder
