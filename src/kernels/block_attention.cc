@@ -207,7 +207,8 @@ void convert_block_q8_0_i8(const uint8_t* const* rows, int n, int64_t hd, K8Bloc
       out.codes[i / 4 * 64 + 4 * p + i % 4] =
           static_cast<uint8_t>(blocks[i / kQK].qs[i % kQK] + 128);
     }
-    for (int64_t b = 0; b < hd / kQK; ++b) out.scales[b * kAttnBlock + p] = fp16_to_fp32(blocks[b].d);
+    for (int64_t b = 0; b < hd / kQK; ++b)
+      out.scales[b * kAttnBlock + p] = fp16_to_fp32(blocks[b].d);
   }
 }
 

@@ -87,8 +87,8 @@ TEST(BlockAttentionI8Test, KCodesAreTransposedByFoursPlus128InEveryIsa) {
 
 // softmax(q8 . K / sqrt(hd)) V in doubles, q8 the query as its Q8_0 blocks give it back.
 std::vector<double> exact_attention(const std::vector<std::vector<uint8_t>>& k,
-                                    const std::vector<std::vector<uint8_t>>& v,
-                                    const BlockQ8_0* q, int64_t hd, double scale) {
+                                    const std::vector<std::vector<uint8_t>>& v, const BlockQ8_0* q,
+                                    int64_t hd, double scale) {
   std::vector<double> s(k.size());
   double mx = -INFINITY;
   for (size_t p = 0; p < k.size(); ++p) {
@@ -103,7 +103,8 @@ std::vector<double> exact_attention(const std::vector<std::vector<uint8_t>>& k,
   for (double& e : s) sum += (e = std::exp(e - mx));
   std::vector<double> out(static_cast<size_t>(hd), 0.0);
   for (size_t p = 0; p < k.size(); ++p) {
-    for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] += s[p] * q8_value(v[p].data(), i) / sum;
+    for (int64_t i = 0; i < hd; ++i)
+      out[static_cast<size_t>(i)] += s[p] * q8_value(v[p].data(), i) / sum;
   }
   return out;
 }

@@ -20,7 +20,6 @@ namespace {
 
 using namespace block_attention_test;
 
-
 TEST(BlockAttentionTest, ExpIsCloseToExpAndZeroFarBelow) {
   for (float x = -85.9f; x <= 0.0f; x += 0.0137f) {
     const double want = std::exp(static_cast<double>(x));
@@ -159,7 +158,6 @@ const ponder::BlockRows* next_step(const std::vector<std::vector<uint16_t>>& k,
   return rows_ahead(k, v, b0, kAttnStepBf16, out);
 }
 
-
 TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
   std::vector<const BlockAttentionKernels*> fused;
   for (const BlockAttentionKernels* kern : all_kernels()) {
@@ -227,7 +225,6 @@ TEST(BlockAttentionTest, FoldIsFmaOfTheScaledRunInEveryIsa) {
     for (size_t i = 0; i < o.size(); ++i) ASSERT_EQ(o[i], std::fma(acc[i], b, o0[i] * a)) << i;
   }
 }
-
 
 // The fused decode form on Q8_0 rows (attend_block_q8_0_group, where built) against the scalar
 // reference's convert_block_q8_0 + attend_block for each query in turn: the same bits, with full

@@ -17,7 +17,7 @@ namespace ponder::block_attention_test {
 
 // n_q query vectors of hd values drawn from g.
 inline std::vector<float> random_queries(int n_q, int64_t hd, std::normal_distribution<float>& g,
-                                  std::mt19937& rng) {
+                                         std::mt19937& rng) {
   std::vector<float> q(static_cast<size_t>(n_q * hd));
   for (float& e : q) e = g(rng);
   return q;
@@ -25,7 +25,7 @@ inline std::vector<float> random_queries(int n_q, int64_t hd, std::normal_distri
 
 // The query vectors rounded to bf16, each padded to hdp32 (round_to_bf16).
 inline std::vector<uint16_t> bf16_queries(const std::vector<float>& q, int n_q, int64_t hd,
-                                   int64_t hdp32) {
+                                          int64_t hdp32) {
   std::vector<uint16_t> qb(static_cast<size_t>(n_q * hdp32));
   for (int i = 0; i < n_q; ++i) round_to_bf16(q.data() + i * hd, hd, hdp32, qb.data() + i * hdp32);
   return qb;
@@ -61,7 +61,7 @@ struct GroupStates {
 
 // got's states carry want's bits.
 inline void expect_same_states(const GroupStates& got, const GroupStates& want, int64_t hd,
-                        const std::string& what) {
+                               const std::string& what) {
   for (size_t i = 0; i < want.st.size(); ++i) {
     ASSERT_EQ(std::memcmp(&got.st[i].m, &want.st[i].m, sizeof(float)), 0)
         << what << ", query " << i;

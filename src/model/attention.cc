@@ -320,8 +320,8 @@ struct BlockOrder {
     kern.convert_block_q8_0_i8(krows, nb, hd, buf.k8);
     convert(in.cache.v_type(), vrows, nb, buf.vf);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
-      kern.attend_block_i8(ConstK8Block{buf.k8.codes, buf.k8.scales}, buf.vf, valid, queries(q0),
-                           n, hd, scale, s);
+      kern.attend_block_i8(ConstK8Block{buf.k8.codes, buf.k8.scales}, buf.vf, valid, queries(q0), n,
+                           hd, scale, s);
     });
   }
 
@@ -480,8 +480,8 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       const int64_t qblocks = max_q * (c.head_dim / kQK);
       const int64_t codes = c.head_dim * kAttnBlock, scales = c.head_dim / kQK * kAttnBlock * 4;
       const int64_t sums = (qblocks * 4 + 63) / 64 * 64;
-      uint8_t* raw = grown(t.bytes, static_cast<size_t>(64 + codes + scales + sums +
-                                                        qblocks * sizeof(BlockQ8_0)));
+      uint8_t* raw = grown(
+          t.bytes, static_cast<size_t>(64 + codes + scales + sums + qblocks * sizeof(BlockQ8_0)));
       uint8_t* base = raw + (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
       buf.k8 = K8Block{base, reinterpret_cast<float*>(base + codes)};
       buf.qsum = reinterpret_cast<int32_t*>(base + codes + scales);

@@ -26,6 +26,7 @@ Expected<std::unique_ptr<Qwen2Model>> Qwen2Model::load(const GgufFile& file, boo
   PONDER_ASSIGN_OR_RETURN(Qwen2Weights weights, Qwen2Weights::bind(file, config));
   std::unique_ptr<Qwen2Model> model(new Qwen2Model(std::move(config), std::move(weights)));
   model->bf16_scores_ = model->bf16_scores_default();
+  model->int8_scores_ = model->int8_scores_default();
   if (x16) {
     ThreadPool pool(threads > 0 ? threads : cpu_topology().default_threads());
     const std::string fingerprint = cache.dir.empty() ? "" : model_fingerprint(file);
@@ -83,6 +84,10 @@ KvType Qwen2Model::default_kv_type() const {
   return flash_attn_ && bf16_scores_ && native ? KvType::kBF16 : KvType::kF16;
 }
 
+bool Qwen2Model::int8_scores_default() const {
+  return block_attention_kernels().q8_0_i8_group_takes(config_.head_dim);
+}
+
 bool Qwen2Model::bf16_scores_default() const {
   const GgmlType t = weights_.layers.empty() ? GgmlType::F32 : weights_.layers[0].wq.type;
   const bool quantized = t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16;
@@ -91,11 +96,11 @@ bool Qwen2Model::bf16_scores_default() const {
 
 std::string Qwen2Model::numerics() const {
   return fmt::format("{} {}/{}",
-                     !flash_attn_                   ? "ggml"
-                     : kv_type_k() == KvType::kBF16 ? "block-bf16kv"
-                     : bf16_scores_in_use()         ? "block-bf16qk"
+                     !flash_attn_                                  ? "ggml"
+                     : kv_type_k() == KvType::kBF16                ? "block-bf16kv"
+                     : bf16_scores_in_use()                        ? "block-bf16qk"
                      : flash_attn_ && int8_scores_for(kv_type_k()) ? "block-i8qk"
-                                                    : "block",
+                                                                   : "block",
                      kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
 
@@ -201,9 +206,14 @@ Status Qwen2Model::forward(const Batch& batch, KvCache& cache, float* logits, Th
       }
     }
 
-    const AttentionInput attn_in{
-        c, batch, cache, il, q_.data(), attn_.data(), bf16_scores_for(cache.k_type()),
-      int8_scores_for(cache.k_type())};
+    const AttentionInput attn_in{c,
+                                 batch,
+                                 cache,
+                                 il,
+                                 q_.data(),
+                                 attn_.data(),
+                                 bf16_scores_for(cache.k_type()),
+                                 int8_scores_for(cache.k_type())};
     if (flash_attn_) {
       attention_flash(attn_in, attn_scratch_, pool);
     } else {

@@ -69,9 +69,13 @@ class Qwen2Model {
            (k == KvType::kQ8_0 && bf16_scores_q8_0_);
   }
   // The int8-scores variant for a Q8_0 K cache (kernels/block_attention.h: q rounded to Q8_0,
-  // exact integer K.q sums, llama.cpp's route for `-ctk q8_0`): only when set
-  // (`--attn-scores int8`), and not with bf16 scores.
+  // exact integer K.q sums, llama.cpp's route for `-ctk q8_0`), not with bf16 scores. The
+  // default (int8_scores_default) where its AVX512_VNNI kernels run: on Zen 4 prompts at depth
+  // 4096 1.15x and 16384 1.27x as fast as f32 scores, decode at 16384 1.02-1.07x, and as far
+  // from the exact computation as llama.cpp's Q8_0 cache (F32-p1 0.0171 against its 0.0170,
+  // f32 scores 0.0150; BENCHMARKS.md, session 25).
   void set_int8_scores(bool on) { int8_scores_ = on; }
+  bool int8_scores_default() const;
   bool int8_scores_for(KvType k) const {
     return k == KvType::kQ8_0 && int8_scores_ && !bf16_scores_for(k);
   }
@@ -122,7 +126,7 @@ class Qwen2Model {
   bool flash_attn_ = true;         // attention_flash, else attention_ggml_order
   bool bf16_scores_ = false;       // set at load: bf16_scores_default()
   bool bf16_scores_q8_0_ = false;  // with a Q8_0 K cache: set_bf16_scores only
-  bool int8_scores_ = false;       // with a Q8_0 K cache: set_int8_scores only
+  bool int8_scores_ = false;       // with a Q8_0 K cache; set at load: int8_scores_default()
   KvType kv_k_ = KvType::kF16, kv_v_ = KvType::kF16;  // when not kv_default_
   bool kv_default_ = true;
 

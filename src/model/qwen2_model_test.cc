@@ -42,13 +42,14 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
 }
 
 // The block order's bf16 scores: the default for quantized weights where the CPU runs them
-// natively, never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache (numerics() names what
-// runs).
+// natively, never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache, which takes int8
+// scores where AVX512_VNNI runs them (numerics() names what runs).
 // ... and with them a bf16 KV cache (the tiny models' head size, 64, suits its kernel), which an
 // explicit f16 cache, f32 scores or llama.cpp's order turn back to f16.
 TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNative) {
   const bool native = block_attention_kernels().attend_block_bf16_group != nullptr;
   ASSERT_EQ(native, block_attention_kernels().attend_block_bf16kv_group != nullptr);
+  const bool int8 = block_attention_kernels().attend_block_q8_0_i8_group != nullptr;
   for (const char* type : {"Q4_K_M", "Q8_0", "Q2_K"}) {
     Loaded l = load(type);
     EXPECT_EQ(l.model->bf16_scores(), native) << type;
@@ -57,7 +58,10 @@ TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNati
     ASSERT_TRUE(l.model->set_kv_types(KvType::kF16, KvType::kF16).is_ok());
     EXPECT_EQ(l.model->numerics(), native ? "block-bf16qk f16/f16" : "block f16/f16") << type;
     ASSERT_TRUE(l.model->set_kv_types(KvType::kQ8_0, KvType::kQ8_0).is_ok());
+    EXPECT_EQ(l.model->numerics(), int8 ? "block-i8qk q8_0/q8_0" : "block q8_0/q8_0") << type;
+    l.model->set_int8_scores(false);
     EXPECT_EQ(l.model->numerics(), "block q8_0/q8_0") << type;
+    l.model->set_int8_scores(int8);
     EXPECT_FALSE(l.model->set_kv_types(KvType::kBF16, KvType::kF16).is_ok()) << type;
     l.model->use_default_kv_types();
     l.model->set_bf16_scores(false);

@@ -751,10 +751,9 @@ void attend_block_i8_avx512vnni(ConstK8Block k, const float* v, int valid, Queri
   });
 }
 
-void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows,
-                                           const uint8_t* const* vrows, int valid, QueriesQ8 q,
-                                           int n_q, int64_t hd, float scale, SoftmaxState* st,
-                                           const BlockRows* next) {
+void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                           int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
+                                           SoftmaxState* st, const BlockRows* next) {
   alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};
   const uint8_t* kr[kAttnBlock];
   const uint8_t* vr[kAttnBlock];
