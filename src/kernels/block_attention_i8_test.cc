@@ -90,23 +90,14 @@ std::vector<double> exact_attention(const std::vector<std::vector<uint8_t>>& k,
                                     const std::vector<std::vector<uint8_t>>& v, const BlockQ8_0* q,
                                     int64_t hd, double scale) {
   std::vector<double> s(k.size());
-  double mx = -INFINITY;
   for (size_t p = 0; p < k.size(); ++p) {
     double d = 0;
     for (int64_t i = 0; i < hd; ++i) {
       d += double(fp16_to_fp32(q[i / kQK].d)) * q[i / kQK].qs[i % kQK] * q8_value(k[p].data(), i);
     }
     s[p] = d * scale;
-    mx = std::max(mx, s[p]);
   }
-  double sum = 0;
-  for (double& e : s) sum += (e = std::exp(e - mx));
-  std::vector<double> out(static_cast<size_t>(hd), 0.0);
-  for (size_t p = 0; p < k.size(); ++p) {
-    for (int64_t i = 0; i < hd; ++i)
-      out[static_cast<size_t>(i)] += s[p] * q8_value(v[p].data(), i) / sum;
-  }
-  return out;
+  return softmax_weighted(s, hd, [&](size_t p, int64_t i) { return q8_value(v[p].data(), i); });
 }
 
 // The scalar reference against doubles; then the block kernel (attend_block_i8 on a converted

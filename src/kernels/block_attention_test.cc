@@ -72,22 +72,15 @@ struct Case {
 
   std::vector<double> exact(double scale) const {
     std::vector<double> s(k.size());
-    double mx = -INFINITY;
     for (size_t p = 0; p < k.size(); ++p) {
       double d = 0;
       for (int64_t i = 0; i < hd; ++i)
         d += double(q[static_cast<size_t>(i)]) * fp16_to_fp32(k[p][static_cast<size_t>(i)]);
       s[p] = d * scale;
-      mx = std::max(mx, s[p]);
     }
-    double sum = 0;
-    for (double& e : s) sum += (e = std::exp(e - mx));
-    std::vector<double> out(static_cast<size_t>(hd), 0.0);
-    for (size_t p = 0; p < k.size(); ++p) {
-      for (int64_t i = 0; i < hd; ++i)
-        out[static_cast<size_t>(i)] += s[p] * fp16_to_fp32(v[p][static_cast<size_t>(i)]) / sum;
-    }
-    return out;
+    return softmax_weighted(s, hd, [&](size_t p, int64_t i) {
+      return double(fp16_to_fp32(v[p][static_cast<size_t>(i)]));
+    });
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -86,6 +87,20 @@ inline std::vector<std::vector<uint8_t>> random_q8_0_rows(int n, int64_t hd, std
     }
   }
   return rows;
+}
+
+// softmax(s) . V in doubles: out[i] = sum over p of softmax(s)[p] * value(p, i), i < hd.
+template <class Value>
+std::vector<double> softmax_weighted(std::vector<double> s, int64_t hd, const Value& value) {
+  double mx = -INFINITY;
+  for (double e : s) mx = std::max(mx, e);
+  double sum = 0;
+  for (double& e : s) sum += (e = std::exp(e - mx));
+  std::vector<double> out(static_cast<size_t>(hd), 0.0);
+  for (size_t p = 0; p < s.size(); ++p) {
+    for (int64_t i = 0; i < hd; ++i) out[static_cast<size_t>(i)] += s[p] * value(p, i) / sum;
+  }
+  return out;
 }
 
 }  // namespace ponder::block_attention_test

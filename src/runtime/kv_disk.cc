@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "base/file_io.h"
 #include "base/hash128.h"
@@ -244,6 +245,7 @@ void KvDisk::scatter(const uint8_t* src, int32_t block) {
 
 void KvDisk::write(std::span<const TierBlock> blocks) {
   std::vector<const TierBlock*> todo;
+  Job job;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
@@ -258,12 +260,18 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
       queued_bytes_ += block_bytes_;
     }
     if (todo.empty()) return;
+    if (spare_capacity_ >= static_cast<int64_t>(todo.size()) * block_bytes_) {
+      job.data = std::move(spare_);
+      job.capacity = std::exchange(spare_capacity_, 0);
+    }
   }
   // The copy (engine thread: the pool may reuse the blocks after this); the rest in the writer.
   const Timer timer;
-  Job job;
   job.bytes = static_cast<int64_t>(todo.size()) * block_bytes_;
-  job.data.reset(new uint8_t[static_cast<size_t>(job.bytes)]);
+  if (job.data == nullptr) {
+    job.data.reset(new uint8_t[static_cast<size_t>(job.bytes)]);
+    job.capacity = job.bytes;
+  }
   for (size_t i = 0; i < todo.size(); ++i) {
     gather(*todo[i], job.data.get() + i * static_cast<size_t>(block_bytes_));
     job.hashes.push_back(todo[i]->hash);
@@ -332,6 +340,10 @@ void KvDisk::writer_loop() {
       std::lock_guard<std::mutex> lock(mu_);
       for (uint64_t hash : job.hashes) pending_.erase(hash);
       queued_bytes_ -= job.bytes;
+      if (job.capacity > spare_capacity_) {
+        spare_ = std::move(job.data);
+        spare_capacity_ = job.capacity;
+      }
       if (written) {
         const int32_t id = next_file_++;
         FileInfo info{name, {}, need, head_bytes};

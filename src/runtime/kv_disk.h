@@ -80,6 +80,7 @@ class KvDisk final : public BlockTier {
   struct Job {
     std::vector<uint8_t> head;        // header and entries, padded
     std::unique_ptr<uint8_t[]> data;  // the blocks' rows (not zeroed first: all are copied)
+    int64_t capacity = 0;             // of data
     int64_t bytes = 0;
     std::vector<uint64_t> hashes;
     std::vector<Slot> slots;  // file unset
@@ -107,6 +108,11 @@ class KvDisk final : public BlockTier {
   std::unordered_set<uint64_t> pending_;  // hashes queued for writing
   std::deque<Job> queue_;
   int64_t queued_bytes_ = 0;
+  // The largest copy buffer written so far, kept for the next copy that fits it: a fresh buffer's
+  // first-touch page faults were most of the engine thread's copy (70.5 ms for a 4,000-token turn
+  // of the 1.5B, 114 MB, at 1.6 GB/s).
+  std::unique_ptr<uint8_t[]> spare_;
+  int64_t spare_capacity_ = 0;
   bool writing_ = false;
   bool stop_ = false;
   bool write_failing_ = false;  // the last write failed (logged once until one succeeds)
