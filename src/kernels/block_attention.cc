@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 
 #include "cpu/cpu_features.h"
@@ -253,31 +254,31 @@ void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out) {
 }
 
 const BlockAttentionKernels& block_attention_kernels_scalar() {
-  static const BlockAttentionKernels k = [] {
-    BlockAttentionKernels t{convert_block, convert_block_q8_0, attend_block, fold};
-    t.convert_block_bf16 = convert_block_bf16;
-    t.convert_block_q8_0_bf16 = convert_block_q8_0_bf16;
-    t.attend_block_bf16 = attend_block_bf16;
-    t.attend_block_bf16kv = attend_block_bf16kv;
-    t.convert_block_q8_0_i8 = convert_block_q8_0_i8;
-    t.attend_block_i8 = attend_block_i8;
-    return t;
-  }();
+  static const BlockAttentionKernels k{.convert_block = convert_block,
+                                       .convert_block_q8_0 = convert_block_q8_0,
+                                       .attend_block = attend_block,
+                                       .fold = fold,
+                                       .convert_block_bf16 = convert_block_bf16,
+                                       .convert_block_q8_0_bf16 = convert_block_q8_0_bf16,
+                                       .attend_block_bf16 = attend_block_bf16,
+                                       .attend_block_bf16kv = attend_block_bf16kv,
+                                       .convert_block_q8_0_i8 = convert_block_q8_0_i8,
+                                       .attend_block_i8 = attend_block_i8};
   return k;
 }
 
 #if defined(PONDER_X86_KERNELS)
 namespace {
 
-// The scalar reference's bf16-scores kernels in t (the SIMD versions replace those they have).
-BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
+// The kernels every table has: the scalar reference's where no faster one is built.
+constexpr auto kAlwaysBuilt = std::make_tuple(
+    &BlockAttentionKernels::convert_block_bf16, &BlockAttentionKernels::convert_block_q8_0_bf16,
+    &BlockAttentionKernels::attend_block_bf16, &BlockAttentionKernels::attend_block_bf16kv,
+    &BlockAttentionKernels::convert_block_q8_0_i8, &BlockAttentionKernels::attend_block_i8);
+
+BlockAttentionKernels with_scalar_rest(BlockAttentionKernels t) {
   const BlockAttentionKernels& s = block_attention_kernels_scalar();
-  t.convert_block_bf16 = s.convert_block_bf16;
-  t.convert_block_q8_0_bf16 = s.convert_block_q8_0_bf16;
-  t.attend_block_bf16 = s.attend_block_bf16;
-  t.attend_block_bf16kv = s.attend_block_bf16kv;
-  t.convert_block_q8_0_i8 = s.convert_block_q8_0_i8;
-  t.attend_block_i8 = s.attend_block_i8;
+  std::apply([&](auto... m) { ((t.*m = t.*m != nullptr ? t.*m : s.*m), ...); }, kAlwaysBuilt);
   return t;
 }
 
@@ -287,7 +288,7 @@ BlockAttentionKernels with_scalar_bf16(BlockAttentionKernels t) {
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k =
-      with_scalar_bf16({convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2});
+      with_scalar_rest({convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2});
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;
@@ -296,7 +297,7 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k = [] {
-    BlockAttentionKernels t = with_scalar_bf16(
+    BlockAttentionKernels t = with_scalar_rest(
         {convert_block_avx512, convert_block_q8_0_avx512, attend_block_avx512, fold_avx512,
          attend_block_f16_group_avx512, attend_block_q8_0_group_avx512, attend_block_group_avx512});
     if (cpu_features().avx512vnni) {

@@ -129,25 +129,17 @@ TEST(BlockAttentionI8Test, KernelsGiveTheReferenceBitsAndItIsAttention) {
             rows_got.emplace_back(n_q, hd);
           }
           for (int b0 = 0; b0 < n; b0 += 16) {
-            const int nb = std::min(16, n - b0);
-            const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
-            const uint8_t* kr[16];
-            const uint8_t* vr[16];
-            block_rows(k, v, b0, nb, kr, vr);
+            const BlockOf<uint8_t> b(k, v, b0, cut);
+            const int nb = b.nb, valid = b.valid;
+            const uint8_t* const* kr = b.k;
+            const uint8_t* const* vr = b.v;
             K8Storage k8;
             ref.convert_block_q8_0_i8(kr, nb, hd, k8.block());
             ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
             ref.attend_block_i8(k8.view(), vf.data(), valid, q.view(), n_q, hd, scale,
                                 want.st.data());
-            ponder::BlockRows next;
-            const bool full_next = b0 + 32 <= n;
-            if (full_next) {
-              for (int p = 0; p < 16; ++p) {
-                next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
-                next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
-              }
-              next.k_bytes = next.v_bytes = static_cast<int64_t>(k[0].size());
-            }
+            ponder::BlockRows rows;
+            const ponder::BlockRows* next = rows_ahead(k, v, b0 + 16, 16, rows);
             for (size_t i = 0; i < kernels.size(); ++i) {
               K8Storage kk;
               kernels[i]->convert_block_q8_0_i8(kr, nb, hd, kk.block());
@@ -155,8 +147,7 @@ TEST(BlockAttentionI8Test, KernelsGiveTheReferenceBitsAndItIsAttention) {
                                           block_got[i].st.data());
               if (kernels[i]->q8_0_i8_group_takes(hd)) {
                 kernels[i]->attend_block_q8_0_i8_group(kr, vr, valid, q.view(), n_q, hd, scale,
-                                                       rows_got[i].st.data(),
-                                                       full_next ? &next : nullptr);
+                                                       rows_got[i].st.data(), next);
               }
             }
           }

@@ -107,36 +107,17 @@ TEST(BlockAttentionTest, EveryIsaGivesTheReferenceBitsAndItIsAttention) {
 // convert_block + attend_block for each query in turn: the same bits for 1 to 13 queries sharing
 // the rows, full and partial blocks, and a last block whose rows past `valid` hold data.
 
-// The block of c's rows from b0, as attention meets it: nb rows, the queries seeing `valid` of them
-// (the last block `cut` fewer).
-struct BlockRows {
-  int nb, valid;
-  const uint16_t* k[16];
-  const uint16_t* v[16];
-  BlockRows(const Case& c, int b0, int cut) {
-    const int n = static_cast<int>(c.k.size());
-    nb = std::min(16, n - b0);
-    valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
-    for (int p = 0; p < nb; ++p) {
-      k[p] = c.k[static_cast<size_t>(b0 + p)].data();
-      v[p] = c.v[static_cast<size_t>(b0 + p)].data();
-    }
+// The scalar reference over block b for the queries q [want's count][hd]: K and V converted to
+// f32 (kf, vf) by `convert`, then attend_block for each query in turn.
+template <class T, class Convert>
+void reference_block(const BlockOf<T>& b, Convert convert, const float* q, int64_t hd, float scale,
+                     std::vector<float>& kf, std::vector<float>& vf, GroupStates& want) {
+  convert(b.k, b.nb, hd, hd, kf.data());
+  convert(b.v, b.nb, hd, hd, vf.data());
+  for (size_t i = 0; i < want.st.size(); ++i) {
+    block_attention_kernels_scalar().attend_block(kf.data(), vf.data(), q + i * hd, b.valid, hd,
+                                                  scale, want.st[i]);
   }
-};
-
-// The n rows of k and v from `from` where they all exist (the kernels prefetch them: no bit may
-// change), else nullptr.
-const ponder::BlockRows* rows_ahead(const std::vector<std::vector<uint16_t>>& k,
-                                    const std::vector<std::vector<uint16_t>>& v, int from, int n,
-                                    ponder::BlockRows& out) {
-  if (from + n > static_cast<int>(k.size())) return nullptr;
-  for (int p = 0; p < n; ++p) {
-    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(from + p)].data());
-    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(from + p)].data());
-  }
-  out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(uint16_t));
-  out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(uint16_t));
-  return &out;
 }
 
 // The block after b0 where it is full; the bf16-cache kernel's next step (32 rows) from b0.
@@ -174,13 +155,8 @@ TEST(BlockAttentionTest, GroupedKernelsGiveTheReferenceBits) {
             // got: from the f16 rows (decode's kernel); got32: from the converted f32 block.
             GroupStates want(n_q, hd), got(n_q, hd), got32(n_q, hd);
             for (int b0 = 0; b0 < n; b0 += 16) {
-              const BlockRows b(c, b0, cut);
-              ref.convert_block(b.k, b.nb, hd, hd, kf.data());
-              ref.convert_block(b.v, b.nb, hd, hd, vf.data());
-              for (int i = 0; i < n_q; ++i) {
-                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, b.valid, hd, scale,
-                                 want.st[static_cast<size_t>(i)]);
-              }
+              const BlockOf<uint16_t> b(c.k, c.v, b0, cut);
+              reference_block(b, ref.convert_block, q.data(), hd, scale, kf, vf, want);
               ponder::BlockRows rows;
               const ponder::BlockRows* next = next_block(c.k, c.v, b0, rows);
               if (kern->f16_group_takes(hd)) {
@@ -241,28 +217,11 @@ TEST(BlockAttentionTest, Q8_0RowsKernelGivesTheReferenceBits) {
             built = true;
             GroupStates want(n_q, hd), got(n_q, hd);
             for (int b0 = 0; b0 < n; b0 += 16) {
-              const int nb = std::min(16, n - b0);
-              const int valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
-              const uint8_t* kr[16];
-              const uint8_t* vr[16];
-              block_rows(k, v, b0, nb, kr, vr);
-              ref.convert_block_q8_0(kr, nb, hd, hd, kf.data());
-              ref.convert_block_q8_0(vr, nb, hd, hd, vf.data());
-              for (int i = 0; i < n_q; ++i) {
-                ref.attend_block(kf.data(), vf.data(), q.data() + i * hd, valid, hd, scale,
-                                 want.st[static_cast<size_t>(i)]);
-              }
-              ponder::BlockRows next;
-              const bool full_next = b0 + 32 <= n;
-              if (full_next) {
-                for (int p = 0; p < 16; ++p) {
-                  next.k[p] = k[static_cast<size_t>(b0 + 16 + p)].data();
-                  next.v[p] = v[static_cast<size_t>(b0 + 16 + p)].data();
-                }
-                next.k_bytes = next.v_bytes = static_cast<int64_t>(k[0].size());
-              }
-              kern->attend_block_q8_0_group(kr, vr, valid, q.data(), n_q, hd, scale, got.st.data(),
-                                            full_next ? &next : nullptr);
+              const BlockOf<uint8_t> b(k, v, b0, cut);
+              reference_block(b, ref.convert_block_q8_0, q.data(), hd, scale, kf, vf, want);
+              ponder::BlockRows rows;
+              kern->attend_block_q8_0_group(b.k, b.v, b.valid, q.data(), n_q, hd, scale,
+                                            got.st.data(), rows_ahead(k, v, b0 + 16, 16, rows));
             }
             expect_same_states(got, want, hd,
                                "head_dim " + std::to_string(hd) + ", " + std::to_string(n) +
@@ -402,7 +361,7 @@ TEST(BlockAttentionTest, Bf16ScoresGroupedKernelsGiveTheReferenceBits) {
             if (kern->attend_block_bf16_group != nullptr) simd = kern;
           }
           for (int b0 = 0; b0 < n; b0 += 16) {
-            const BlockRows b(c, b0, cut);
+            const BlockOf<uint16_t> b(c.k, c.v, b0, cut);
             ref.convert_block_bf16(b.k, b.nb, hd, hdp32, kb.data());
             ref.convert_block(b.v, b.nb, hd, hd, vf.data());
             if (b0 == 0 && n_q == 1 && cut == 0) {

@@ -89,6 +89,38 @@ inline std::vector<std::vector<uint8_t>> random_q8_0_rows(int n, int64_t hd, std
   return rows;
 }
 
+// The n rows of k and v from `from` where they all exist (the kernels prefetch them: no bit may
+// change), else nullptr.
+template <class T>
+const ponder::BlockRows* rows_ahead(const std::vector<std::vector<T>>& k,
+                                    const std::vector<std::vector<T>>& v, int from, int n,
+                                    ponder::BlockRows& out) {
+  if (from + n > static_cast<int>(k.size())) return nullptr;
+  for (int p = 0; p < n; ++p) {
+    out.k[p] = reinterpret_cast<const uint8_t*>(k[static_cast<size_t>(from + p)].data());
+    out.v[p] = reinterpret_cast<const uint8_t*>(v[static_cast<size_t>(from + p)].data());
+  }
+  out.k_bytes = static_cast<int64_t>(k[0].size() * sizeof(T));
+  out.v_bytes = static_cast<int64_t>(v[0].size() * sizeof(T));
+  return &out;
+}
+
+// The block of rows k, v from b0 as attention meets it: nb rows, the queries seeing `valid` of
+// them (the last block `cut` fewer).
+template <class T>
+struct BlockOf {
+  int nb, valid;
+  const T* k[16];
+  const T* v[16];
+  BlockOf(const std::vector<std::vector<T>>& kr, const std::vector<std::vector<T>>& vr, int b0,
+          int cut) {
+    const int n = static_cast<int>(kr.size());
+    nb = std::min(16, n - b0);
+    valid = b0 + 16 >= n ? std::max(1, nb - cut) : nb;
+    block_rows(kr, vr, b0, nb, k, v);
+  }
+};
+
 // softmax(s) . V in doubles: out[i] = sum over p of softmax(s)[p] * value(p, i), i < hd.
 template <class Value>
 std::vector<double> softmax_weighted(std::vector<double> s, int64_t hd, const Value& value) {
