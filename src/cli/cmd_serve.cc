@@ -422,10 +422,10 @@ int run_serve(int argc, char** argv) {
                  s.model->x16_from_cache() ? " (x16 layout from the x16 cache)" : "", shown.c_str(),
                  srv.port(), engine.config().kv_positions, kv_type_name(s.model->kv_type_k()),
                  kv_type_name(s.model->kv_type_v()),
-                 !s.model->flash_attention()                      ? "llama.cpp-order"
-                 : s.model->bf16_scores_in_use()                  ? "block-order (bf16 scores)"
-                 : s.model->int8_scores_for(s.model->kv_type_k()) ? "block-order (int8 scores)"
-                                                                  : "block-order",
+                 !s.model->flash_attention()     ? "llama.cpp-order"
+                 : s.model->bf16_scores_in_use() ? "block-order (bf16 scores)"
+                 : s.model->int8_scores_in_use() ? "block-order (int8 scores)"
+                                                 : "block-order",
                  engine.config().threads.n_threads);
     std::fprintf(stderr, "ponder serve: %s\n", s.x16_cache_summary().c_str());
   } else {

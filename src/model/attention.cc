@@ -461,7 +461,7 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
       1.0f / std::sqrt(static_cast<float>(c.head_dim)),
       block_attention_kernels(),
       in.bf16_scores || in.cache.k_type() == KvType::kBF16 ? (c.head_dim + 31) / 32 * 32 : 0,
-      in.int8_scores && in.cache.k_type() == KvType::kQ8_0 && !in.bf16_scores};
+      in.int8_scores};
   const int64_t hdp = order.hdp, hdp32 = order.hdp32;
   const int64_t max_q = kFlashRows * group;
   const int64_t state_floats = max_q * (hdp + 2);  // one ChunkStates

@@ -39,7 +39,8 @@ struct AttentionInput {
   const float* q;            // [n_rows, n_head * head_dim], after RoPE
   float* out;                // [n_rows, n_head * head_dim]
   bool bf16_scores = false;  // flash order: the bf16-scores variant (kernels/block_attention.h)
-  bool int8_scores = false;  // flash order, a Q8_0 K cache: the int8-scores variant (the same)
+  bool int8_scores = false;  // flash order: the int8-scores variant (the same; a Q8_0 K cache only,
+                             // never with bf16_scores: Qwen2Model::int8_scores_for)
 };
 
 // Per-thread buffers, grown on demand and kept between calls (no allocation in steady state).

@@ -96,11 +96,11 @@ bool Qwen2Model::bf16_scores_default() const {
 
 std::string Qwen2Model::numerics() const {
   return fmt::format("{} {}/{}",
-                     !flash_attn_                                  ? "ggml"
-                     : kv_type_k() == KvType::kBF16                ? "block-bf16kv"
-                     : bf16_scores_in_use()                        ? "block-bf16qk"
-                     : flash_attn_ && int8_scores_for(kv_type_k()) ? "block-i8qk"
-                                                                   : "block",
+                     !flash_attn_                   ? "ggml"
+                     : kv_type_k() == KvType::kBF16 ? "block-bf16kv"
+                     : bf16_scores_in_use()         ? "block-bf16qk"
+                     : int8_scores_in_use()         ? "block-i8qk"
+                                                    : "block",
                      kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
 

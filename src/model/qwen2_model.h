@@ -79,8 +79,9 @@ class Qwen2Model {
   bool int8_scores_for(KvType k) const {
     return k == KvType::kQ8_0 && int8_scores_ && !bf16_scores_for(k);
   }
-  // Whether attention runs them with this model's settings.
+  // Whether attention runs them (bf16 or int8 scores) with this model's settings.
   bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_type_k()); }
+  bool int8_scores_in_use() const { return flash_attn_ && int8_scores_for(kv_type_k()); }
   // That default for these weights on this CPU.
   bool bf16_scores_default() const;
   // The types of the caches make_cache makes. By default (use_default_kv_types) bf16 K and V where
