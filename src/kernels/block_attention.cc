@@ -26,9 +26,12 @@ KernelFn<&BlockAttentionKernels::convert_block_q8_0> convert_block_q8_0_avx2,
     convert_block_q8_0_avx512;
 KernelFn<&BlockAttentionKernels::fold> fold_avx2, fold_avx512;
 KernelFn<&BlockAttentionKernels::attend_block> attend_block_avx2, attend_block_avx512;
-KernelFn<&BlockAttentionKernels::attend_block_f16_group> attend_block_f16_group_avx512;
-KernelFn<&BlockAttentionKernels::attend_block_q8_0_group> attend_block_q8_0_group_avx512;
-KernelFn<&BlockAttentionKernels::attend_block_group> attend_block_group_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_f16_group> attend_block_f16_group_avx2,
+    attend_block_f16_group_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_q8_0_group> attend_block_q8_0_group_avx2,
+    attend_block_q8_0_group_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_group> attend_block_group_avx2,
+    attend_block_group_avx512;
 KernelFn<&BlockAttentionKernels::convert_block_bf16> convert_block_bf16_avx512bf16;
 KernelFn<&BlockAttentionKernels::convert_block_q8_0_bf16> convert_block_q8_0_bf16_avx512bf16;
 KernelFn<&BlockAttentionKernels::attend_block_bf16_group> attend_block_bf16_group_avx512bf16;
@@ -287,8 +290,9 @@ BlockAttentionKernels with_scalar_rest(BlockAttentionKernels t) {
 
 const BlockAttentionKernels* block_attention_kernels_avx2() {
 #if defined(PONDER_X86_KERNELS)
-  static const BlockAttentionKernels k =
-      with_scalar_rest({convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2});
+  static const BlockAttentionKernels k = with_scalar_rest(
+      {convert_block_avx2, convert_block_q8_0_avx2, attend_block_avx2, fold_avx2,
+       attend_block_f16_group_avx2, attend_block_q8_0_group_avx2, attend_block_group_avx2});
   if (isa_supported(Isa::kAvx2)) return &k;
 #endif
   return nullptr;

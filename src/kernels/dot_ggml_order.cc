@@ -365,71 +365,104 @@ float dot_q5_1(const void* w_row, const void* x_row, int64_t n) {
   });
 }
 
+namespace {
+
+// The quant lanes of the K-quants in ggml's AVX2 layout: lane l sums, over the 8 chunks c of 32
+// elements, scale(c, l) times the products of the quants quant(c, e) at e = 4l..4l+3 of chunk c
+// with x's; then acc[l] = fma(d, lane, acc[l]). The lanes are exact integer sums. (Q2_K, Q3_K and
+// Q6_K have a scale per 16 elements: scale(c, l) is that of elements 32c + 16 (l / 4) on.)
+template <class Scale, class Quant>
+void k_quant_lanes(const BlockQ8_K& x, float d, const Scale& scale, const Quant& quant,
+                   float (&acc)[8]) {
+  for (int l = 0; l < 8; ++l) {
+    int sumi = 0;
+    for (int c = 0; c < 8; ++c) {
+      int p = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) p += quant(c, e) * x.qs[32 * c + e];
+      sumi += scale(c, l) * p;
+    }
+    acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
+  }
+}
+
+// Q4_K / Q5_K's low 4 bits of element e of chunk c: chunks 2j and 2j + 1 share the bytes
+// qs[32j ..], low and high nibbles.
+inline int nibble_of_chunk(const uint8_t* qs, int c, int e) {
+  const uint8_t q = qs[32 * (c / 2) + e];
+  return c % 2 == 0 ? q & 0xF : q >> 4;
+}
+
+// A K-quant dot of 8 float lanes: block(w[b], x[b], acc) for each super-block, then hsum8(acc).
+template <class Block, class PerBlock>
+float k_dot8(const void* w_row, const void* x_row, int64_t n, const PerBlock& block) {
+  const Block* w = static_cast<const Block*>(w_row);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
+  float acc[8] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) block(w[b], x[b], acc);
+  return hsum8(acc);
+}
+
+// Q4_K and Q5_K: per super-block the scales and mins (scales_mins_k4), the 4 min lanes
+// (k4_min_lanes) given to mins(-dx * dmin, lanes) first, then the quant lanes of quant(w, c, e)
+// with the scales sc[c]; returns hsum8 of the quant lanes.
+template <class Block, class Mins, class Quant>
+float k4_dot(const void* w_row, const void* x_row, int64_t n, const Mins& mins,
+             const Quant& quant) {
+  return k_dot8<Block>(w_row, x_row, n, [&](const Block& w, const BlockQ8_K& x, float(&acc)[8]) {
+    int sc[8], m[8], prod[4];
+    scales_mins_k4(w.scales, sc, m);
+    k4_min_lanes(m, x.bsums, prod);
+    mins(-x.d * fp16_to_fp32(w.dmin), prod);
+    k_quant_lanes(
+        x, x.d * fp16_to_fp32(w.d), [&](int c, int) { return sc[c]; },
+        [&](int c, int e) { return quant(w, c, e); }, acc);
+  });
+}
+
+}  // namespace
+
 // ggml_vec_dot_q2_K_q8_K (AVX2). Per super-block: first the mins, 8 int32 lanes
 // lane l = min[2l] * bsums[2l] + min[2l+1] * bsums[2l+1], acc[l] = fma(-dx * dmin, lane, acc[l]);
 // then the quants: lane l sums, over the 8 chunks of 32 elements, scale * (the 4 products at
 // chunk offsets 4l..4l+3), acc[l] = fma(dx * d, lane, acc[l]). Result hsum8(acc).
 float dot_q2_K(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ2_K* w = static_cast<const BlockQ2_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc[8] = {};
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float d = x[b].d * fp16_to_fp32(w[b].d);
-    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
-    for (int l = 0; l < 8; ++l) {
-      const int prod = (w[b].scales[2 * l] >> 4) * x[b].bsums[2 * l] +
-                       (w[b].scales[2 * l + 1] >> 4) * x[b].bsums[2 * l + 1];
-      acc[l] = std::fma(dmin, static_cast<float>(prod), acc[l]);
-    }
-    for (int l = 0; l < 8; ++l) {
-      int sumi = 0;
-      for (int h = 0; h < 2; ++h) {
-        for (int k = 0; k < 4; ++k) {
-          const int sc = w[b].scales[8 * h + 2 * k + l / 4] & 0xF;
-          int p = 0;
-          for (int e = 4 * l; e < 4 * l + 4; ++e)
-            p += ((w[b].qs[32 * h + e] >> (2 * k)) & 3) * x[b].qs[128 * h + 32 * k + e];
-          sumi += sc * p;
+  return k_dot8<BlockQ2_K>(
+      w_row, x_row, n, [](const BlockQ2_K& wb, const BlockQ8_K& xb, float(&acc)[8]) {
+        const float d = xb.d * fp16_to_fp32(wb.d);
+        const float dmin = -xb.d * fp16_to_fp32(wb.dmin);
+        for (int l = 0; l < 8; ++l) {
+          const int prod = (wb.scales[2 * l] >> 4) * xb.bsums[2 * l] +
+                           (wb.scales[2 * l + 1] >> 4) * xb.bsums[2 * l + 1];
+          acc[l] = std::fma(dmin, static_cast<float>(prod), acc[l]);
         }
-      }
-      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
-    }
-  }
-  return hsum8(acc);
+        k_quant_lanes(
+            xb, d, [&](int c, int l) { return wb.scales[2 * c + l / 4] & 0xF; },
+            [&](int c, int e) { return (wb.qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3; }, acc);
+      });
 }
 
 // ggml_vec_dot_q3_K_q8_K (AVX2): integer lanes as Q2_K's quant part with quants q - 4 and signed
 // 6-bit scales (sc - 32), acc[l] = fma(dx * d, lane, acc[l]); result hsum8(acc).
 float dot_q3_K(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ3_K* w = static_cast<const BlockQ3_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc[8] = {};
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float d = x[b].d * fp16_to_fp32(w[b].d);
-    const uint8_t* s = w[b].scales;
-    int sc[16];
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
-      const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-      sc[i] = (lo | (hi << 4)) - 32;
-    }
-    for (int l = 0; l < 8; ++l) {
-      int sumi = 0;
-      for (int h = 0; h < 2; ++h) {
-        for (int k = 0; k < 4; ++k) {
-          int p = 0;
-          for (int e = 4 * l; e < 4 * l + 4; ++e) {
-            const int low = (w[b].qs[32 * h + e] >> (2 * k)) & 3;
-            const int high = (w[b].hmask[e] >> (4 * h + k)) & 1;
-            p += (low - (high ? 0 : 4)) * x[b].qs[128 * h + 32 * k + e];
-          }
-          sumi += sc[8 * h + 2 * k + l / 4] * p;
-        }
-      }
-      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
-    }
-  }
-  return hsum8(acc);
+  return k_dot8<BlockQ3_K>(w_row, x_row, n,
+                           [](const BlockQ3_K& wb, const BlockQ8_K& xb, float(&acc)[8]) {
+                             const float d = xb.d * fp16_to_fp32(wb.d);
+                             const uint8_t* s = wb.scales;
+                             int sc[16];
+                             for (int i = 0; i < 16; ++i) {
+                               const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
+                               const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+                               sc[i] = (lo | (hi << 4)) - 32;
+                             }
+                             k_quant_lanes(
+                                 xb, d, [&](int c, int l) { return sc[2 * c + l / 4]; },
+                                 [&](int c, int e) {
+                                   const int low = (wb.qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3;
+                                   const int high = (wb.hmask[e] >> c) & 1;
+                                   return low - (high ? 0 : 4);
+                                 },
+                                 acc);
+                           });
 }
 
 // ggml_vec_dot_q4_K_q8_K (AVX2). Quant lanes: over the 4 chunks of 64 elements, lane l adds
@@ -437,30 +470,14 @@ float dot_q3_K(const void* w_row, const void* x_row, int64_t n) {
 // acc[l] = fma(dx * d, lane, acc[l]). Mins: 4 lanes (k4_min_lanes), accm[p] =
 // fma(-dx * dmin, lane, accm[p]). Result hsum8(acc) + hsum4(accm).
 float dot_q4_K(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ4_K* w = static_cast<const BlockQ4_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc[8] = {}, accm[4] = {};
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float d = x[b].d * fp16_to_fp32(w[b].d);
-    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
-    int sc[8], m[8], prod[4];
-    scales_mins_k4(w[b].scales, sc, m);
-    k4_min_lanes(m, x[b].bsums, prod);
-    for (int p = 0; p < 4; ++p) accm[p] = std::fma(dmin, static_cast<float>(prod[p]), accm[p]);
-    for (int l = 0; l < 8; ++l) {
-      int sumi = 0;
-      for (int j = 0; j < 4; ++j) {
-        int pl = 0, ph = 0;
-        for (int e = 4 * l; e < 4 * l + 4; ++e) {
-          pl += (w[b].qs[32 * j + e] & 0xF) * x[b].qs[64 * j + e];
-          ph += (w[b].qs[32 * j + e] >> 4) * x[b].qs[64 * j + 32 + e];
-        }
-        sumi += sc[2 * j] * pl + sc[2 * j + 1] * ph;
-      }
-      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
-    }
-  }
-  return hsum8(acc) + hsum4(accm);
+  float accm[4] = {};
+  const float quants = k4_dot<BlockQ4_K>(
+      w_row, x_row, n,
+      [&](float dmin, const int(&prod)[4]) {
+        for (int p = 0; p < 4; ++p) accm[p] = std::fma(dmin, static_cast<float>(prod[p]), accm[p]);
+      },
+      [](const BlockQ4_K& w, int c, int e) { return nibble_of_chunk(w.qs, c, e); });
+  return quants + hsum4(accm);
 }
 
 // ggml_vec_dot_q5_K_q8_K (AVX2): quant lanes as Q4_K with 5-bit quants. The mins are reduced to one
@@ -468,33 +485,17 @@ float dot_q4_K(const void* w_row, const void* x_row, int64_t n) {
 // summs = fma(-dx * dmin, float(total), summs) (GCC contracts ggml's `summs += dmin * total`).
 // Result hsum8(acc) + summs.
 float dot_q5_K(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ5_K* w = static_cast<const BlockQ5_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc[8] = {};
   float summs = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float d = x[b].d * fp16_to_fp32(w[b].d);
-    const float dmin = -x[b].d * fp16_to_fp32(w[b].dmin);
-    int sc[8], m[8], prod[4];
-    scales_mins_k4(w[b].scales, sc, m);
-    k4_min_lanes(m, x[b].bsums, prod);
-    summs = std::fma(dmin, static_cast<float>((prod[0] + prod[1]) + (prod[2] + prod[3])), summs);
-    for (int l = 0; l < 8; ++l) {
-      int sumi = 0;
-      for (int j = 0; j < 4; ++j) {
-        int pl = 0, ph = 0;
-        for (int e = 4 * l; e < 4 * l + 4; ++e) {
-          const int ql = (w[b].qs[32 * j + e] & 0xF) | (((w[b].qh[e] >> (2 * j)) & 1) << 4);
-          const int qh = (w[b].qs[32 * j + e] >> 4) | (((w[b].qh[e] >> (2 * j + 1)) & 1) << 4);
-          pl += ql * x[b].qs[64 * j + e];
-          ph += qh * x[b].qs[64 * j + 32 + e];
-        }
-        sumi += sc[2 * j] * pl + sc[2 * j + 1] * ph;
-      }
-      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
-    }
-  }
-  return hsum8(acc) + summs;
+  const float quants = k4_dot<BlockQ5_K>(
+      w_row, x_row, n,
+      [&](float dmin, const int(&prod)[4]) {
+        summs =
+            std::fma(dmin, static_cast<float>((prod[0] + prod[1]) + (prod[2] + prod[3])), summs);
+      },
+      [](const BlockQ5_K& w, int c, int e) {
+        return nibble_of_chunk(w.qs, c, e) | (((w.qh[e] >> c) & 1) << 4);
+      });
+  return quants + summs;
 }
 
 // ggml_vec_dot_q6_K_q8_K (AVX2) as the goldens' llama.cpp had it: quant lanes as Q3_K's with the
@@ -503,30 +504,21 @@ float dot_q5_K(const void* w_row, const void* x_row, int64_t n) {
 // l, a different split of the same integer over the lanes; the goldens' logits are bit-identical
 // only with the per-element offset used here (measured: ~40% of logits were 1 ulp off before).
 float dot_q6_K(const void* w_row, const void* x_row, int64_t n) {
-  const BlockQ6_K* w = static_cast<const BlockQ6_K*>(w_row);
-  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(x_row);
-  float acc[8] = {};
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float d = x[b].d * fp16_to_fp32(w[b].d);
-    const int8_t* sc = w[b].scales;
-    for (int l = 0; l < 8; ++l) {
-      int sumi = 0;
-      for (int h = 0; h < 2; ++h) {
-        for (int k = 0; k < 4; ++k) {
-          int p = 0;
-          for (int e = 4 * l; e < 4 * l + 4; ++e) {
-            const uint8_t ql = w[b].ql[64 * h + 32 * (k % 2) + e];
-            const int low = k < 2 ? (ql & 0xF) : (ql >> 4);
-            const int high = (w[b].qh[32 * h + e] >> (2 * k)) & 3;
-            p += ((low | (high << 4)) - 32) * x[b].qs[128 * h + 32 * k + e];
-          }
-          sumi += sc[8 * h + 2 * k + l / 4] * p;
-        }
-      }
-      acc[l] = std::fma(d, static_cast<float>(sumi), acc[l]);
-    }
-  }
-  return hsum8(acc);
+  return k_dot8<BlockQ6_K>(
+      w_row, x_row, n, [](const BlockQ6_K& wb, const BlockQ8_K& xb, float(&acc)[8]) {
+        const float d = xb.d * fp16_to_fp32(wb.d);
+        const int8_t* sc = wb.scales;
+        k_quant_lanes(
+            xb, d, [&](int c, int l) { return static_cast<int>(sc[2 * c + l / 4]); },
+            [&](int c, int e) {
+              const int h = c / 4, k = c % 4;
+              const uint8_t ql = wb.ql[64 * h + 32 * (k % 2) + e];
+              const int low = k < 2 ? (ql & 0xF) : (ql >> 4);
+              const int high = (wb.qh[32 * h + e] >> (2 * k)) & 3;
+              return (low | (high << 4)) - 32;
+            },
+            acc);
+      });
 }
 
 RowDotFn row_dot_function(GgmlType w, int64_t n_rows) {

@@ -156,26 +156,35 @@ std::vector<Case> cases_of(std::initializer_list<GgmlType> types, std::initializ
   return cases;
 }
 
-// A (type, ISA) case's kernel as Find gives it, or nullptr where this CPU has no kernel of that
-// ISA.
+// A (type, ISA) case's kernel as Find gives it and Find's scalar reference for the type; the test
+// is skipped where this CPU has no kernel of that ISA for the type.
 template <const MatmulKernel* (*Find)(GgmlType, Isa)>
 class KernelCaseTest : public testing::TestWithParam<Case> {
  protected:
-  const MatmulKernel* kernel() {
-    const MatmulKernel* k = Find(GetParam().type, GetParam().isa);
-    if (k == nullptr || k->isa != GetParam().isa) return nullptr;
-    return k;
+  void SetUp() override {
+    kernel_ = Find(GetParam().type, GetParam().isa);
+    if (kernel_ == nullptr || kernel_->isa != GetParam().isa)
+      GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel for this type on this CPU";
+    reference_ = Find(GetParam().type, Isa::kScalar);
+    ASSERT_NE(reference_, nullptr);
   }
+  const MatmulKernel* kernel() const { return kernel_; }
+  const MatmulKernel* reference() const { return reference_; }
+  // same_bits_as_reference for this case's kernel.
+  testing::AssertionResult same_bits(const WeightView& w, const float* x, int64_t n_rows,
+                                     std::vector<float>* y = nullptr) const {
+    return same_bits_as_reference(*reference_, *kernel_, w, x, n_rows, y);
+  }
+
+ private:
+  const MatmulKernel* kernel_ = nullptr;
+  const MatmulKernel* reference_ = nullptr;
 };
 
 class SimdKernelTest : public KernelCaseTest<find_matmul_kernel> {};
 
 TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
   const MatmulKernel* k = kernel();
-  if (k == nullptr)
-    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel for this type on this CPU";
-  const MatmulKernel* ref = find_matmul_kernel(GetParam().type, Isa::kScalar);
-  ASSERT_NE(ref, nullptr);
   std::mt19937 rng(77 + static_cast<unsigned>(GetParam().type));
   struct Shape {
     int64_t n_in, n_out, n_rows;
@@ -200,7 +209,7 @@ TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
     const WeightView w{GetParam().type, wq.data(), s.n_in, s.n_out};
     const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
     std::vector<float> y;
-    ASSERT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), s.n_rows, &y));
+    ASSERT_TRUE(same_bits(w, x.data(), s.n_rows, &y));
     // The reference kernel is the row dot itself.
     const RowDotFn dot = row_dot_function(GetParam().type);
     std::vector<uint8_t> xq(
@@ -221,8 +230,6 @@ TEST_P(SimdKernelTest, BitwiseEqualToScalarReference) {
 
 TEST_P(SimdKernelTest, RowAloneEqualsRowInBatch) {
   const MatmulKernel* k = kernel();
-  if (k == nullptr)
-    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel for this type on this CPU";
   std::mt19937 rng(991);
   const int64_t n_in = 1536, n_out = 29, n_rows = 11;
   const std::vector<uint8_t> wq = random_weights(GetParam().type, n_in, n_out, rng);
@@ -251,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases
 // smallest or largest code, block by block, against activations of largest magnitude and one sign:
 // the kernels keep 16-bit sums of up to 16 products (Q4_0) or 2 (the others), which come closest
 // to saturating here.
-class LegacyExtremeTest : public testing::TestWithParam<Case> {};
+class LegacyExtremeTest : public KernelCaseTest<find_matmul_kernel> {};
 
 std::vector<uint8_t> extreme_legacy_weights(GgmlType type, int64_t n_in, int64_t n_out) {
   constexpr uint16_t kOne = 0x3C00;  // f16 1.0
@@ -277,10 +284,6 @@ std::vector<uint8_t> extreme_legacy_weights(GgmlType type, int64_t n_in, int64_t
 }
 
 TEST_P(LegacyExtremeTest, ExtremeCodesDoNotSaturate) {
-  const MatmulKernel* k = find_matmul_kernel(GetParam().type, GetParam().isa);
-  if (k == nullptr || k->isa != GetParam().isa)
-    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " kernel for this type on this CPU";
-  const MatmulKernel* ref = find_matmul_kernel(GetParam().type, Isa::kScalar);
   const int64_t n_in = 512, n_out = 19, n_rows = 5;
   const std::vector<uint8_t> wq = extreme_legacy_weights(GetParam().type, n_in, n_out);
   const WeightView w{GetParam().type, wq.data(), n_in, n_out};
@@ -292,7 +295,7 @@ TEST_P(LegacyExtremeTest, ExtremeCodesDoNotSaturate) {
     x[4 * n_in + i] = (i / kQK) % 2 == 0 ? 1.0f : -1.0f;
   }
   x[3 * n_in] = -1.0f;
-  EXPECT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), n_rows));
+  EXPECT_TRUE(same_bits(w, x.data(), n_rows));
 }
 
 std::vector<Case> legacy_cases() {
@@ -375,10 +378,7 @@ AlignedBuffer interleaved(WeightView& w) {
 TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   const GgmlType type = GetParam().type;
   const MatmulKernel* k = kernel();
-  if (k == nullptr)
-    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " x16 kernel for this type on this CPU";
-  const MatmulKernel* ref = find_x16_matmul_kernel(type, Isa::kScalar);
-  ASSERT_NE(ref, nullptr);
+  const MatmulKernel* ref = reference();
   ASSERT_TRUE(ref->x16 && k->x16);
   std::mt19937 rng(5 + static_cast<unsigned>(type));
   struct Shape {
@@ -401,7 +401,7 @@ TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
     w.x16 = x16.data();
     const std::vector<float> x = random_activations(s.n_in, s.n_rows, rng);
     std::vector<float> y;
-    ASSERT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), s.n_rows, &y));
+    ASSERT_TRUE(same_bits(w, x.data(), s.n_rows, &y));
     // Output ranges in groups of 16, as matmul() splits them; and each row alone.
     std::vector<float> y_split(y.size(), NAN);
     for (int64_t o = 0; o < s.n_out; o += kX16Rows)
@@ -457,11 +457,6 @@ std::vector<uint8_t> extreme_weights(GgmlType type, int64_t n_in, int64_t n_out)
 }
 
 TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
-  const MatmulKernel* k = kernel();
-  if (k == nullptr)
-    GTEST_SKIP() << "no " << isa_name(GetParam().isa) << " x16 kernel for this type on this CPU";
-  const MatmulKernel* ref = find_x16_matmul_kernel(GetParam().type, Isa::kScalar);
-  ASSERT_NE(ref, nullptr);
   const int64_t n_in = 512, n_out = 32, n_rows = 3;
   const std::vector<uint8_t> wq = extreme_weights(GetParam().type, n_in, n_out);
   WeightView w{GetParam().type, wq.data(), n_in, n_out};
@@ -472,7 +467,7 @@ TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
   std::vector<float> x(static_cast<size_t>(n_in * n_rows), 1.0f);
   for (int64_t i = 0; i < n_in; ++i) x[n_in + i] = -1.0f;
   x[2 * n_in] = -1.0f;
-  EXPECT_TRUE(same_bits_as_reference(*ref, *k, w, x.data(), n_rows));
+  EXPECT_TRUE(same_bits(w, x.data(), n_rows));
 }
 
 std::vector<Case> x16_cases() {

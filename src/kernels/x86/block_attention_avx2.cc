@@ -1,16 +1,21 @@
 // AVX2 version of the block order's kernels (kernels/block_attention.h), bit for bit the scalar
 // reference and the AVX-512 version: each 16-lane accumulator of the order is a pair of 8-lane
 // registers (lanes 0-7, lanes 8-15), whose sum is the tree's first step; a transposing tree of
-// shuffles and adds does the rest for 8 positions at once.
+// shuffles and adds does the rest for 8 positions at once. The query vectors of a row go through
+// a block together (each K and V vector loaded once for up to six of them), the scores by pairs
+// of positions and threes of queries so that a product needs at most one load (two loads and two
+// FMAs a cycle on Zen 2 and Skylake); one query vector is the same code for one.
 // It keeps its own file rather than sharing the AVX-512 one's code through x86/vec_traits.h:
 // the 16 lanes of each accumulator live in two registers here, so the score tree, the value
 // loop and the row conversions are laid out differently, not the same loops at another width
-// (what is the same, ggml's exp steps, is shared: kernels/ggml_exp.h).
+// (what is the same is shared: ggml's exp steps, kernels/ggml_exp.h; the prefetch and the groups
+// of six, x86/block_attention_steps.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/block_attention.h"
 #include "quant/blocks.h"
@@ -19,6 +24,7 @@ namespace ponder {
 namespace {
 
 #include "kernels/ggml_exp.h"
+#include "kernels/x86/block_attention_steps.h"
 #include "kernels/x86/vec_traits.h"
 
 inline __m256 exp8_nonpositive(__m256 x) {
@@ -42,58 +48,26 @@ inline float tree16(__m256 lo, __m256 hi) {
 inline __m256 fold4(__m256 a, __m256 b) {
   return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
+// a and b's lanes paired by two shuffles within each 128-bit half (kFirst, kSecond) and added.
+template <int kFirst, int kSecond>
+inline __m256 fold_lanes(__m256 a, __m256 b) {
+  return _mm256_add_ps(_mm256_shuffle_ps(a, b, kFirst), _mm256_shuffle_ps(a, b, kSecond));
+}
 // Within each 128-bit half: [a0 + a2, a1 + a3, b0 + b2, b1 + b3].
 inline __m256 fold2(__m256 a, __m256 b) {
-  return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  return fold_lanes<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(a, b);
 }
 // Within each 128-bit half: [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
 inline __m256 fold1(__m256 a, __m256 b) {
-  return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  return fold_lanes<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(a, b);
 }
 
-// r8[p] (lanes j: acc_j + acc_{j+8}) for the 4 rows k[p0 .. p0 + 3].
-inline void first_fold4(const float* k, const float* q, int64_t hdp, int p0, __m256* r8) {
-  __m256 lo[4], hi[4];
-  for (int p = 0; p < 4; ++p) lo[p] = hi[p] = _mm256_setzero_ps();
-  for (int64_t d = 0; d < hdp; d += 16) {
-    const __m256 qlo = _mm256_loadu_ps(q + d), qhi = _mm256_loadu_ps(q + d + 8);
-    for (int p = 0; p < 4; ++p) {
-      const float* kp = k + (p0 + p) * hdp + d;
-      lo[p] = _mm256_fmadd_ps(_mm256_loadu_ps(kp), qlo, lo[p]);
-      hi[p] = _mm256_fmadd_ps(_mm256_loadu_ps(kp + 8), qhi, hi[p]);
-    }
-  }
-  for (int p = 0; p < 4; ++p) r8[p] = _mm256_add_ps(lo[p], hi[p]);
-}
-
-// Lane p = dot(k[p0 + p], q) for p < 8, in tree16's order.
-inline __m256 scores8(const float* k, const float* q, int64_t hdp, int p0) {
-  __m256 r[8];
-  first_fold4(k, q, hdp, p0, r);
-  first_fold4(k, q, hdp, p0 + 4, r + 4);
+// Lane p = the rest of tree16 (after r8) of r[p], for 8 positions.
+inline __m256 tree8(const __m256* r) {
   // Positions a..h end in lanes [a c e g | b d f h]: pair (0, 4), (1, 5), (2, 6), (3, 7).
   const __m256 ab = fold4(r[0], r[4]), cd = fold4(r[1], r[5]);
   const __m256 ef = fold4(r[2], r[6]), gh = fold4(r[3], r[7]);
   return fold1(fold2(ab, cd), fold2(ef, gh));
-}
-
-template <int C>
-inline void add_values(const float* v, const float* e, int valid, int64_t hdp, float corr,
-                       float* acc, int64_t c0) {
-  __m256 a[C];
-  for (int c = 0; c < C; ++c) a[c] = _mm256_loadu_ps(acc + c0 + 8 * c);
-  if (corr != 1.0f) {
-    const __m256 cv = _mm256_set1_ps(corr);
-    for (int c = 0; c < C; ++c) a[c] = _mm256_mul_ps(a[c], cv);
-  }
-  for (int p = 0; p < valid; ++p) {
-    const __m256 w = _mm256_set1_ps(e[p]);
-    const float* vp = v + p * hdp + c0;
-    for (int c = 0; c < C; ++c) a[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vp + 8 * c), a[c]);
-  }
-  for (int c = 0; c < C; ++c) _mm256_storeu_ps(acc + c0 + 8 * c, a[c]);
 }
 
 inline float hmax8(__m256 a) {
@@ -102,41 +76,47 @@ inline float hmax8(__m256 a) {
   return _mm_cvtss_f32(_mm_max_ss(t2, _mm_movehdup_ps(t2)));
 }
 
+// The K or V rows of a block as the grouped kernels read them, 8 values at a time: f16 or Q8_0
+// rows converted in registers (decode, straight from the cache; Q8_0 as convert_block_q8_0's
+// f32(d) * q, one rounding) or a block already converted to f32 [16][hdp] (prompts).
+struct F16Rows {
+  const uint16_t* const* rows;
+  __m256 load(int p, int64_t d) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[p] + d)));
+  }
+};
+struct Q8_0Rows {
+  const uint8_t* const* rows;
+  __m256 load(int p, int64_t d) const {
+    const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(rows[p])[d / kQK];
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + d % kQK));
+    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)),
+                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
+};
+struct F32Block {
+  const float* base;
+  int64_t hdp;
+  __m256 load(int p, int64_t d) const { return _mm256_loadu_ps(base + p * hdp + d); }
+};
+
 }  // namespace
 
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
-  for (int p = 0; p < kAttnBlock; ++p) {
-    float* o = out + p * hdp;
+  rows_or_zeros(n, hdp, out, [&](int p, float* o) {
     int64_t i = 0;
-    if (p < n) {
-      for (; i + 8 <= hd; i += 8) {
-        _mm256_storeu_ps(
-            o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[p] + i))));
-      }
-      for (; i < hd; ++i) o[i] = _cvtsh_ss(rows[p][i]);
-    }
-    for (; i < hdp; ++i) o[i] = 0.0f;
-  }
+    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(o + i, F16Rows{rows}.load(p, i));
+    for (; i < hd; ++i) o[i] = _cvtsh_ss(rows[p][i]);
+    std::fill(o + hd, o + hdp, 0.0f);
+  });
 }
 
 void convert_block_q8_0_avx2(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
                              float* out) {
-  for (int p = 0; p < kAttnBlock; ++p) {
-    float* o = out + p * hdp;
-    if (p >= n) {
-      for (int64_t i = 0; i < hdp; i += 8) _mm256_storeu_ps(o + i, _mm256_setzero_ps());
-      continue;
-    }
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
-    for (int64_t b = 0; b < hd / kQK; ++b) {
-      const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[b].d));
-      for (int j = 0; j < kQK; j += 8) {
-        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk[b].qs + j));
-        _mm256_storeu_ps(o + b * kQK + j,
-                         _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
-      }
-    }
-  }
+  const Q8_0Rows q8{rows};
+  rows_or_zeros(n, hdp, out, [&](int p, float* o) {
+    for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(o + i, q8.load(p, i));
+  });
 }
 
 void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp) {
@@ -147,11 +127,16 @@ void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp) {
   }
 }
 
-void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
-                       float scale, SoftmaxState& st) {
+namespace {
+
+// The softmax step of the header for the unscaled scores of positions 0-7 (lo) and 8-15 (hi) of
+// which the first `valid` live: updates st.m and st.l, writes e (zeros past valid) to ev and
+// returns the correction c of the accumulator.
+inline float softmax_step(__m256 lo, __m256 hi, int valid, float scale, SoftmaxState& st,
+                          float* ev) {
   const __m256 sc = _mm256_set1_ps(scale);
-  const __m256 s_lo = _mm256_mul_ps(scores8(k, q, hdp, 0), sc);
-  const __m256 s_hi = valid > 8 ? _mm256_mul_ps(scores8(k, q, hdp, 8), sc) : _mm256_setzero_ps();
+  const __m256 s_lo = _mm256_mul_ps(lo, sc);
+  const __m256 s_hi = _mm256_mul_ps(hi, sc);
   // Lane masks of the live positions (all ones in lanes < valid).
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 live_lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane));
@@ -168,12 +153,143 @@ void attend_block_avx2(const float* k, const float* v, const float* q, int valid
   const __m256 e_hi = _mm256_and_ps(live_hi, exp8_nonpositive(_mm256_sub_ps(s_hi, mv)));
   st.l = st.l * corr + tree16(e_lo, e_hi);
   st.m = m_new;
-  alignas(32) float ev[kAttnBlock];
   _mm256_store_ps(ev, e_lo);
   _mm256_store_ps(ev + 8, e_hi);
+  return corr;
+}
+
+// The kernels: the query vectors of one row (up to six at a time) see a block together, each K
+// and V vector loaded (or converted from the cache's rows) once for all of them.
+
+// The r8 values (tree16's first step: the two 8-lane halves of the 16 chains over hdp, added) of
+// positions p0 and p0 + 1 for H (1..3) query vectors q [H][hdp]: each K vector loaded once for
+// the H queries, each query vector once for both positions (as many loads as products: two of
+// each a cycle on Zen 2 / Skylake). Step d / 16 asks for line d / 16 of the next block's V rows p0
+// and p0 + 1 (pf).
+template <int H, class Rows>
+inline void pair_r8(const Rows& k, const float* q, int p0, int64_t hdp, const Prefetch& pf,
+                    __m256 (*r8)[kAttnBlock]) {
+  __m256 a[2][H], b[2][H];
+  for (int j = 0; j < 2; ++j)
+    for (int h = 0; h < H; ++h) a[j][h] = b[j][h] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < hdp; d += 16) {
+    pf.lines_of_row(p0, d / 16, d / 16 + 1);
+    pf.lines_of_row(p0 + 1, d / 16, d / 16 + 1);
+    const __m256 k00 = k.load(p0, d), k01 = k.load(p0, d + 8);
+    const __m256 k10 = k.load(p0 + 1, d), k11 = k.load(p0 + 1, d + 8);
+    for (int h = 0; h < H; ++h) {
+      const __m256 q0 = _mm256_loadu_ps(q + h * hdp + d), q1 = _mm256_loadu_ps(q + h * hdp + d + 8);
+      a[0][h] = _mm256_fmadd_ps(k00, q0, a[0][h]);
+      b[0][h] = _mm256_fmadd_ps(k01, q1, b[0][h]);
+      a[1][h] = _mm256_fmadd_ps(k10, q0, a[1][h]);
+      b[1][h] = _mm256_fmadd_ps(k11, q1, b[1][h]);
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    r8[h][p0] = _mm256_add_ps(a[0][h], b[0][h]);
+    r8[h][p0 + 1] = _mm256_add_ps(a[1][h], b[1][h]);
+  }
+}
+
+// The unscaled scores of H (1..6) query vectors q [H][hdp] against the block's first `valid`
+// positions: lo[h] holds positions 0-7, hi[h] 8-15 (past valid: whatever the rows give, never
+// live), from pair_r8 by pairs of positions and threes of queries, then tree8.
+template <int H, class Rows>
+inline void group_scores(const Rows& k, const float* q, int valid, int64_t hdp, const Prefetch& pf,
+                         __m256 (&lo)[H], __m256 (&hi)[H]) {
+  __m256 r8[H][kAttnBlock];
+  const int pairs = (valid + 1) / 2;
+  for (int h = 0; h < H; ++h)
+    for (int p = 2 * pairs; p < kAttnBlock; ++p) r8[h][p] = _mm256_setzero_ps();
+  for (int i = 0; i < pairs; ++i) {
+    pair_r8<std::min(H, 3)>(k, q, 2 * i, hdp, pf, r8);
+    if constexpr (H > 3) pair_r8<H - 3>(k, q + 3 * hdp, 2 * i, hdp, Prefetch{}, r8 + 3);
+  }
+  for (int h = 0; h < H; ++h) {
+    lo[h] = tree8(r8[h]);
+    hi[h] = valid > 8 ? tree8(r8[h] + 8) : _mm256_setzero_ps();
+  }
+}
+
+// acc[h] (C vectors of 8 from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
+// p < valid, each V vector loaded once for the H queries. Position p asks for lines
+// [line0, line0 + 1) of the next block's K row p (pf).
+template <int H, int C, class Rows>
+inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr,
+                             int valid, int64_t c0, SoftmaxState* st, const Prefetch& pf,
+                             int64_t line0) {
+  __m256 a[H][C];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < C; ++c) a[h][c] = _mm256_loadu_ps(st[h].acc + c0 + 8 * c);
+    if (corr[h] != 1.0f) {
+      const __m256 cv = _mm256_set1_ps(corr[h]);
+      for (int c = 0; c < C; ++c) a[h][c] = _mm256_mul_ps(a[h][c], cv);
+    }
+  }
+  for (int p = 0; p < valid; ++p) {
+    pf.lines_of_row(p, line0, line0 + 1);
+    __m256 vv[C];
+    for (int c = 0; c < C; ++c) vv[c] = v.load(p, c0 + 8 * c);
+    for (int h = 0; h < H; ++h) {
+      const __m256 w = _mm256_broadcast_ss(&ev[h][p]);
+      for (int c = 0; c < C; ++c) a[h][c] = _mm256_fmadd_ps(w, vv[c], a[h][c]);
+    }
+  }
+  for (int h = 0; h < H; ++h)
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(st[h].acc + c0 + 8 * c, a[h][c]);
+}
+
+// H (1..6) query vectors through one block: scores, the softmax steps, then the V sums in chunks
+// of 16 columns (8 past the last whole chunk; hdp a multiple of 8).
+template <int H, class Rows>
+void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
+                  SoftmaxState* st, const Prefetch& pv, const Prefetch& pk) {
+  __m256 lo[H], hi[H];
+  group_scores<H>(k, q, valid, hdp, pv, lo, hi);
+  alignas(32) float ev[H][kAttnBlock];
+  float corr[H];
+  for (int h = 0; h < H; ++h) corr[h] = softmax_step(lo[h], hi[h], valid, scale, st[h], ev[h]);
   int64_t c0 = 0;
-  for (; c0 + 64 <= hdp; c0 += 64) add_values<8>(v, ev, valid, hdp, corr, st.acc, c0);
-  for (; c0 < hdp; c0 += 8) add_values<1>(v, ev, valid, hdp, corr, st.acc, c0);
+  for (; c0 + 16 <= hdp; c0 += 16) add_values_group<H, 2>(v, ev, corr, valid, c0, st, pk, c0 / 16);
+  for (; c0 < hdp; c0 += 8) add_values_group<H, 1>(v, ev, corr, valid, c0, st, Prefetch{}, 0);
+}
+
+template <class Rows>
+void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp,
+                  float scale, SoftmaxState* st, const BlockRows* next) {
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads<h()>(k, v, valid, q + h0 * hdp, hdp, scale, st + h0, next_v(next, valid, h0),
+                      next_k(next, valid, h0));
+  });
+}
+
+}  // namespace
+
+void attend_block_group_avx2(const float* k, const float* v, int valid, const float* q, int n_q,
+                             int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next) {
+  attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st, next);
+}
+
+// The row kernels read K rows by pairs of positions: a row past valid is a zero row (V rows past
+// valid are never read).
+void attend_block_f16_group_avx2(const uint16_t* const* krows, const uint16_t* const* vrows,
+                                 int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                 SoftmaxState* st, const BlockRows* next) {
+  attend_group(F16Rows{RowsZeroPast<uint16_t>(krows, valid).rows}, F16Rows{vrows}, valid, q, n_q,
+               hdp, scale, st, next);
+}
+
+void attend_block_q8_0_group_avx2(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                  int valid, const float* q, int n_q, int64_t hdp, float scale,
+                                  SoftmaxState* st, const BlockRows* next) {
+  attend_group(Q8_0Rows{RowsZeroPast<uint8_t>(krows, valid).rows}, Q8_0Rows{vrows}, valid, q, n_q,
+               hdp, scale, st, next);
+}
+
+// One query vector: the grouped form for one (the same bits).
+void attend_block_avx2(const float* k, const float* v, const float* q, int valid, int64_t hdp,
+                       float scale, SoftmaxState& st) {
+  attend_block_group_avx2(k, v, valid, q, 1, hdp, scale, &st, nullptr);
 }
 
 }  // namespace ponder

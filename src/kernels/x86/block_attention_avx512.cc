@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/block_attention.h"
 #include "quant/blocks.h"
@@ -16,6 +17,7 @@ namespace ponder {
 namespace {
 
 #include "kernels/ggml_exp.h"
+#include "kernels/x86/block_attention_steps.h"
 #include "kernels/x86/vec_traits.h"
 
 // exp_nonpositive on 16 lanes: the same fused steps, 2^n built from its bits.
@@ -36,63 +38,31 @@ inline float tree16(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+// a and b's lanes paired by two shuffles of 128-bit blocks (kFirst, kSecond) and added.
+template <int kFirst, int kSecond>
+inline __m512 fold_blocks(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, kFirst), _mm512_shuffle_f32x4(a, b, kSecond));
+}
+// The same by two shuffles of lanes within each 128-bit block.
+template <int kFirst, int kSecond>
+inline __m512 fold_lanes(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, kFirst), _mm512_shuffle_ps(a, b, kSecond));
+}
 // [a.lanes 0-7 + a.lanes 8-15 | b.lanes 0-7 + b.lanes 8-15]
 inline __m512 fold8(__m512 a, __m512 b) {
-  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  return fold_blocks<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(a, b);
 }
 // Each 8-lane half of a and b: lanes 0-3 + lanes 4-7 -> [a.h0 | a.h1 | b.h0 | b.h1] (4 lanes each).
 inline __m512 fold4(__m512 a, __m512 b) {
-  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  return fold_blocks<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(a, b);
 }
 // Within each 128-bit block: [a0 + a2, a1 + a3, b0 + b2, b1 + b3].
 inline __m512 fold2(__m512 a, __m512 b) {
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  return fold_lanes<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(a, b);
 }
 // Within each 128-bit block: [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
 inline __m512 fold1(__m512 a, __m512 b) {
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-// Lane p = dot(k[p], q) in tree16's order, for the 16 rows of k [16][hdp].
-inline __m512 scores16(const float* k, const float* q, int64_t hdp) {
-  __m512 acc[16];
-  for (int p = 0; p < 16; ++p) acc[p] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hdp; d += 16) {
-    const __m512 qv = _mm512_loadu_ps(q + d);
-    for (int p = 0; p < 16; ++p)
-      acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(k + p * hdp + d), qv, acc[p]);
-  }
-  // The pairings put position p in lane p at the end: the last two folds interleave
-  // [p0 p1 | p2 p3] blocks as [a e i m | b f j n | c g k o | d h l p] with a..p these positions.
-  const __m512 ab = fold8(acc[0], acc[4]), cd = fold8(acc[8], acc[12]);
-  const __m512 ef = fold8(acc[1], acc[5]), gh = fold8(acc[9], acc[13]);
-  const __m512 ij = fold8(acc[2], acc[6]), kl = fold8(acc[10], acc[14]);
-  const __m512 mn = fold8(acc[3], acc[7]), op = fold8(acc[11], acc[15]);
-  const __m512 abcd = fold4(ab, cd), efgh = fold4(ef, gh), ijkl = fold4(ij, kl),
-               mnop = fold4(mn, op);
-  return fold1(fold2(abcd, efgh), fold2(ijkl, mnop));
-}
-
-// acc[c] (chunks [c0, c0 + C) of the accumulator) times corr where corr != 1, plus e[p] V[p].
-template <int C>
-inline void add_values(const float* v, const float* e, int valid, int64_t hdp, float corr,
-                       float* acc, int64_t c0) {
-  __m512 a[C];
-  for (int c = 0; c < C; ++c) a[c] = _mm512_loadu_ps(acc + c0 + 16 * c);
-  if (corr != 1.0f) {
-    const __m512 cv = _mm512_set1_ps(corr);
-    for (int c = 0; c < C; ++c) a[c] = _mm512_mul_ps(a[c], cv);
-  }
-  for (int p = 0; p < valid; ++p) {
-    const __m512 w = _mm512_set1_ps(e[p]);
-    const float* vp = v + p * hdp + c0;
-    for (int c = 0; c < C; ++c) a[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vp + 16 * c), a[c]);
-  }
-  for (int c = 0; c < C; ++c) _mm512_storeu_ps(acc + c0 + 16 * c, a[c]);
+  return fold_lanes<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(a, b);
 }
 
 }  // namespace
@@ -113,12 +83,7 @@ inline __mmask16 first_lanes(int64_t n) {
 }  // namespace
 
 void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
-  for (int p = 0; p < kAttnBlock; ++p) {
-    float* o = out + p * hdp;
-    if (p >= n) {
-      for (int64_t i = 0; i < hdp; i += 16) _mm512_storeu_ps(o + i, _mm512_setzero_ps());
-      continue;
-    }
+  rows_or_zeros(n, hdp, out, [&](int p, float* o) {
     int64_t i = 0;
     for (; i + 16 <= hd; i += 16) {
       _mm512_storeu_ps(
@@ -129,22 +94,17 @@ void convert_block_avx512(const uint16_t* const* rows, int n, int64_t hd, int64_
       const __mmask16 m = static_cast<__mmask16>((1u << (hd - i)) - 1);
       _mm512_storeu_ps(o + i, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, rows[p] + i)));
     }
-  }
+  });
 }
 
 void convert_block_q8_0_avx512(const uint8_t* const* rows, int n, int64_t hd, int64_t hdp,
                                float* out) {
-  for (int p = 0; p < kAttnBlock; ++p) {
-    float* o = out + p * hdp;
-    if (p >= n) {
-      for (int64_t i = 0; i < hdp; i += 16) _mm512_storeu_ps(o + i, _mm512_setzero_ps());
-      continue;
-    }
+  rows_or_zeros(n, hdp, out, [&](int p, float* o) {
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
     for (int64_t b = 0; b < hd / kQK; ++b) {
       for (int j = 0; j < kQK; j += 16) _mm512_storeu_ps(o + b * kQK + j, q8_0_values16(blk[b], j));
     }
-  }
+  });
 }
 
 void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp) {
@@ -157,25 +117,10 @@ void fold_avx512(float* o, const float* acc, float a, float b, int64_t hdp) {
 
 namespace {
 
-// The softmax step of the header for scores s (unscaled) of `valid` positions: updates st.m and
-// st.l, writes e (zeros past valid) to ev and returns the correction c of the accumulator.
-inline float softmax_step(__m512 scores, int valid, float scale, SoftmaxState& st, float* ev) {
-  const __mmask16 live = static_cast<__mmask16>((1u << valid) - 1);
-  const __m512 s = _mm512_mul_ps(scores, _mm512_set1_ps(scale));
-  const float m_new = std::max(st.m, _mm512_mask_reduce_max_ps(live, s));
-  const float corr =
-      st.m == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp16_nonpositive(_mm512_set1_ps(st.m - m_new)));
-  const __m512 e =
-      _mm512_maskz_mov_ps(live, exp16_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
-  st.l = st.l * corr + tree16(e);
-  st.m = m_new;
-  _mm512_store_ps(ev, e);
-  return corr;
-}
-
-// softmax_step for H queries at once, step by step across the queries so that their latency
-// chains overlap (one query after another left them serial), the corrections of all H from one
-// exp16: the same bits.
+// The softmax step of the header for H queries at once (scores unscaled), step by step across
+// the queries so that their latency chains overlap (one query after another left them serial),
+// the corrections of all H from one exp16: updates st[h].m and st[h].l, writes e (zeros past
+// valid) to ev[h] and the correction of the accumulator to corr[h].
 template <int H>
 inline void softmax_steps(const __m512 (&scores)[H], int valid, float scale, SoftmaxState* st,
                           float (*ev)[kAttnBlock], float* corr) {
@@ -226,24 +171,6 @@ struct F32Block {
   const float* base;
   int64_t hdp;
   __m512 load(int p, int64_t d) const { return _mm512_loadu_ps(base + p * hdp + d); }
-};
-
-// The lines of the next block's rows that a kernel step asks for (prefetcht1, into L2): spread
-// evenly through a block's work, the next block's V rows during the scores and its K rows during
-// the V sums. rows == nullptr: nothing. Measured (bf16 cache, attention alone, decode at 16384, 2
-// threads, alternated in one process, medians of 41): all 128 lines during the V sums 28.0 ms,
-// half in each phase 22.8 (K during the scores) and 21.6 (as here); no prefetch 35-48 ms. f16
-// cache with f32 scores: 38-50 -> 27-29 ms against one burst before the block (alternated runs);
-// Q8_0 (its conversions and f32 products bound it): no change beyond the noise.
-struct Prefetch {
-  const uint8_t* const* rows = nullptr;  // [16]
-  int64_t row_bytes = 0;
-  // Lines [l0, l1) of row p (those inside it).
-  void lines_of_row(int p, int64_t l0, int64_t l1) const {
-    if (rows == nullptr) return;
-    for (int64_t l = l0; l < l1 && 64 * l < row_bytes; ++l)
-      _mm_prefetch(reinterpret_cast<const char*>(rows[p] + 64 * l), _MM_HINT_T1);
-  }
 };
 
 // a[h] = the C accumulator vectors of query h from column c0, times corr[h] where it is not 1.
@@ -419,8 +346,8 @@ struct Bf16Scores {
 // The fused form for H (1..6) query vectors that see the same `valid` positions: the scores'
 // chains and tree for every query, with each K vector loaded (or converted) once and used by all
 // H; positions p >= valid are masked like the reference's (their lanes never reach the softmax).
-// Group g holds positions g, g + 4, g + 8, g + 12, the four acc[] that scores16 folds into one
-// vector (abcd, efgh, ijkl, mnop). hdp a multiple of 16.
+// Group g holds positions g, g + 4, g + 8, g + 12, whose chains the tree folds into one vector
+// (abcd, efgh, ijkl, mnop: position p ends in lane p). hdp a multiple of 16.
 template <int H, class Scores>
 inline void block_scores(const Scores& scores, __m512 (&s)[H]) {
   __m512 grp[4][H];
@@ -467,44 +394,6 @@ void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* 
   Bf16PairValues{vr, hd, pk}.add_blocks<H, 2>(evs, corr, valid, st);
 }
 
-// run(H, first query) over n_q queries, six at a time, H a compile-time constant.
-template <class Run>
-void in_sixes(int n_q, const Run& run) {
-  for (int h0 = 0; h0 < n_q; h0 += 6) {
-    switch (std::min(6, n_q - h0)) {
-      case 1:
-        run(std::integral_constant<int, 1>(), h0);
-        break;
-      case 2:
-        run(std::integral_constant<int, 2>(), h0);
-        break;
-      case 3:
-        run(std::integral_constant<int, 3>(), h0);
-        break;
-      case 4:
-        run(std::integral_constant<int, 4>(), h0);
-        break;
-      case 5:
-        run(std::integral_constant<int, 5>(), h0);
-        break;
-      default:
-        run(std::integral_constant<int, 6>(), h0);
-        break;
-    }
-  }
-}
-
-// The next block's lines for the first six queries of a full block (Prefetch): its V rows during
-// the scores, its K rows during the V sums.
-Prefetch next_v(const BlockRows* next, int valid, int h0) {
-  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->v, next->v_bytes}
-                                                           : Prefetch{};
-}
-Prefetch next_k(const BlockRows* next, int valid, int h0) {
-  return next != nullptr && h0 == 0 && valid == kAttnBlock ? Prefetch{next->k, next->k_bytes}
-                                                           : Prefetch{};
-}
-
 // The fused form for n_q queries with f32 scores.
 template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp,
@@ -529,33 +418,21 @@ void attend_group_bf16(const uint16_t* const* krows, const Rows& v, int valid, c
 
 void attend_block_avx512(const float* k, const float* v, const float* q, int valid, int64_t hdp,
                          float scale, SoftmaxState& st) {
-  alignas(64) float ev[kAttnBlock];
-  const float corr = softmax_step(scores16(k, q, hdp), valid, scale, st, ev);
-  int64_t c0 = 0;
-  for (; c0 + 128 <= hdp; c0 += 128) add_values<8>(v, ev, valid, hdp, corr, st.acc, c0);
-  for (; c0 < hdp; c0 += 16) add_values<1>(v, ev, valid, hdp, corr, st.acc, c0);
+  attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, 1, hdp, scale, &st, nullptr);
 }
 
 void attend_block_f16_group_avx512(const uint16_t* const* krows, const uint16_t* const* vrows,
                                    int valid, const float* q, int n_q, int64_t hdp, float scale,
                                    SoftmaxState* st, const BlockRows* next) {
-  alignas(64) static const uint16_t kZeros[256] = {};
-  const uint16_t* kr[kAttnBlock];
-  for (int p = 0; p < kAttnBlock; ++p) kr[p] = p < valid ? krows[p] : kZeros;
-  attend_group(F16Rows{kr}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st, next);
+  const RowsZeroPast<uint16_t> kr(krows, valid);
+  attend_group(F16Rows{kr.rows}, F16Rows{vrows}, valid, q, n_q, hdp, scale, st, next);
 }
 
 void attend_block_q8_0_group_avx512(const uint8_t* const* krows, const uint8_t* const* vrows,
                                     int valid, const float* q, int n_q, int64_t hdp, float scale,
                                     SoftmaxState* st, const BlockRows* next) {
-  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};  // scale +0, codes 0: +0 everywhere
-  const uint8_t* kr[kAttnBlock];
-  const uint8_t* vr[kAttnBlock];
-  for (int p = 0; p < kAttnBlock; ++p) {
-    kr[p] = p < valid ? krows[p] : reinterpret_cast<const uint8_t*>(kZeros);
-    vr[p] = p < valid ? vrows[p] : reinterpret_cast<const uint8_t*>(kZeros);
-  }
-  attend_group(Q8_0Rows{kr}, Q8_0Rows{vr}, valid, q, n_q, hdp, scale, st, next);
+  const RowsZeroPast<uint8_t> kr(krows, valid), vr(vrows, valid);
+  attend_group(Q8_0Rows{kr.rows}, Q8_0Rows{vr.rows}, valid, q, n_q, hdp, scale, st, next);
 }
 
 void attend_block_group_avx512(const float* k, const float* v, int valid, const float* q, int n_q,
@@ -582,18 +459,13 @@ void convert_block_bf16_avx512bf16(const uint16_t* const* rows, int n, int64_t h
 // bf16 of Q8_0 rows: f32(d) * q (exact: 11 by 8 bits), rounded to nearest even.
 void convert_block_q8_0_bf16_avx512bf16(const uint8_t* const* rows, int n, int64_t hd,
                                         int64_t hdp32, uint16_t* kb) {
-  for (int p = 0; p < kAttnBlock; ++p) {
-    uint16_t* o = kb + p * hdp32;
-    if (p >= n) {
-      for (int64_t i = 0; i < hdp32; i += 32) _mm512_storeu_si512(o + i, _mm512_setzero_si512());
-      continue;
-    }
+  rows_or_zeros(n, hdp32, kb, [&](int p, uint16_t* o) {
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(rows[p]);
     for (int64_t b = 0; b < hd / kQK; ++b) {
       _mm512_storeu_si512(o + b * kQK, (__m512i)_mm512_cvtne2ps_pbh(q8_0_values16(blk[b], 16),
                                                                     q8_0_values16(blk[b], 0)));
     }
-  }
+  });
 }
 
 void attend_block_bf16_group_avx512bf16(const uint16_t* const* krows, const float* v, int valid,
@@ -613,13 +485,9 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
                                           const uint16_t* const* vrows, int valid,
                                           const uint16_t* qb, int n_q, int64_t hd, float scale,
                                           SoftmaxState* st, const BlockRows* next) {
-  alignas(64) static const uint16_t kZeros[256] = {};
-  const uint16_t* kr[kAttnStepBf16];
-  const uint16_t* vr[kAttnStepBf16];
-  for (int p = 0; p < kAttnStepBf16; ++p) {
-    kr[p] = p < valid ? krows[p] : kZeros;
-    vr[p] = p < valid ? vrows[p] : kZeros;
-  }
+  const RowsZeroPast<uint16_t> kz(krows, valid, kAttnStepBf16), vz(vrows, valid, kAttnStepBf16);
+  const uint16_t* const* kr = kz.rows;
+  const uint16_t* const* vr = vz.rows;
   if (valid > kAttnBlock) {
     in_sixes(n_q, [&](auto h, int h0) {
       attend_heads_bf16kv_pair<h()>(kr, vr, valid, qb + h0 * hd, hd, scale, st + h0,
@@ -732,15 +600,11 @@ QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
 }  // namespace
 
 void convert_block_q8_0_i8_avx512(const uint8_t* const* rows, int n, int64_t hd, K8Block out) {
-  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};  // scale +0, codes 0
   if (hd % 64 != 0 || hd > 256) {
     block_attention_kernels_scalar().convert_block_q8_0_i8(rows, n, hd, out);
     return;
   }
-  const uint8_t* r[kAttnBlock];
-  for (int p = 0; p < kAttnBlock; ++p)
-    r[p] = p < n ? rows[p] : reinterpret_cast<const uint8_t*>(kZeros);
-  convert_k8_rows(r, hd, out);
+  convert_k8_rows(RowsZeroPast<uint8_t>(rows, n).rows, hd, out);
 }
 
 void attend_block_i8_avx512vnni(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q,
@@ -754,13 +618,9 @@ void attend_block_i8_avx512vnni(ConstK8Block k, const float* v, int valid, Queri
 void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows, const uint8_t* const* vrows,
                                            int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
                                            SoftmaxState* st, const BlockRows* next) {
-  alignas(64) static const BlockQ8_0 kZeros[256 / kQK] = {};
-  const uint8_t* kr[kAttnBlock];
-  const uint8_t* vr[kAttnBlock];
-  for (int p = 0; p < kAttnBlock; ++p) {
-    kr[p] = p < valid ? krows[p] : reinterpret_cast<const uint8_t*>(kZeros);
-    vr[p] = p < valid ? vrows[p] : reinterpret_cast<const uint8_t*>(kZeros);
-  }
+  const RowsZeroPast<uint8_t> kz(krows, valid), vz(vrows, valid);
+  const uint8_t* const* kr = kz.rows;
+  const uint8_t* const* vr = vz.rows;
   // The next block's V rows while this one's K is transposed and scored (its K rows: during the
   // V sums, F32Values).
   if (next != nullptr && valid == kAttnBlock) {

@@ -10,6 +10,7 @@ template <int kLanes>
 struct F32xN {
   static_assert(kLanes == 8 || kLanes == 16);
   static constexpr bool k8 = kLanes == 8;
+  static constexpr int kWidth = kLanes;
   // __m256 or __m512 (std::conditional_t would drop their vector attributes).
   using F = decltype([] {
     if constexpr (k8) return _mm256_setzero_ps();
@@ -28,23 +29,12 @@ struct F32xN {
     if constexpr (k8) return _mm256_fnmadd_ps(a, b, c);
     if constexpr (!k8) return _mm512_fnmadd_ps(a, b, c);
   }
-  static F mul(F a, F b) {
-    if constexpr (k8) return _mm256_mul_ps(a, b);
-    if constexpr (!k8) return _mm512_mul_ps(a, b);
-  }
-  static F sub(F a, F b) {
-    if constexpr (k8) return _mm256_sub_ps(a, b);
-    if constexpr (!k8) return _mm512_sub_ps(a, b);
-  }
-  static constexpr int kWidth = kLanes;
-  static F add(F a, F b) {
-    if constexpr (k8) return _mm256_add_ps(a, b);
-    if constexpr (!k8) return _mm512_add_ps(a, b);
-  }
-  static F div(F a, F b) {
-    if constexpr (k8) return _mm256_div_ps(a, b);
-    if constexpr (!k8) return _mm512_div_ps(a, b);
-  }
+  // The plain operations as GCC's vector extensions, the instructions the intrinsics emit at
+  // either width (the project compiles with -ffp-contract=off, so none is fused).
+  static F mul(F a, F b) { return a * b; }
+  static F sub(F a, F b) { return a - b; }
+  static F add(F a, F b) { return a + b; }
+  static F div(F a, F b) { return a / b; }
   static F loadu(const float* p) {
     if constexpr (k8) return _mm256_loadu_ps(p);
     if constexpr (!k8) return _mm512_loadu_ps(p);
