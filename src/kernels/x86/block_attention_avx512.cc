@@ -302,46 +302,62 @@ struct Bf16PairValues {
   }
 };
 
-// The f32 scores: group g's chains over hdp, 16 elements per step.
-template <int H, class Rows>
-struct F32Scores {
-  const Rows& k;
-  const float* q;
-  int64_t hdp;
-  Prefetch pf = {};  // step d of group g: line d / 16 of rows g + 4j
+// The chains of the scores' group g (positions g + 4j, j < 4) for H query vectors: per step of
+// Ops::kStep elements, each K vector loaded once for the H queries and Ops::product(acc, k, q)
+// taken; step i asks for line i of the next block's rows g + 4j (pf).
+template <int H, class Ops>
+struct ChainScores {
+  Ops ops;
+  int64_t n;  // elements of a K row the chains go over
+  Prefetch pf = {};
   void group(int g, __m512 (&a)[4][H]) const {
-    for (int64_t d = 0; d < hdp; d += 16) {
-      for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / 16, d / 16 + 1);
-      __m512 kv[4];
-      for (int j = 0; j < 4; ++j) kv[j] = k.load(g + 4 * j, d);
+    for (int64_t d = 0; d < n; d += Ops::kStep) {
+      for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / Ops::kStep, d / Ops::kStep + 1);
+      typename Ops::Vec kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = ops.k(g + 4 * j, d);
       for (int h = 0; h < H; ++h) {
-        const __m512 qv = _mm512_loadu_ps(q + h * hdp + d);
-        for (int j = 0; j < 4; ++j) a[j][h] = _mm512_fmadd_ps(kv[j], qv, a[j][h]);
+        const typename Ops::Vec qv = ops.q(h, d);
+        for (int j = 0; j < 4; ++j) a[j][h] = Ops::product(a[j][h], kv[j], qv);
       }
     }
   }
 };
 
+// The f32 scores: K from Rows, q [H][hdp] f32, 16 elements a step.
+template <class Rows>
+struct F32ScoreOps {
+  using Vec = __m512;
+  static constexpr int kStep = 16;
+  const Rows& rows;
+  const float* qf;
+  int64_t hdp;
+  Vec k(int p, int64_t d) const { return rows.load(p, d); }
+  Vec q(int h, int64_t d) const { return _mm512_loadu_ps(qf + h * hdp + d); }
+  static __m512 product(__m512 acc, Vec k, Vec q) { return _mm512_fmadd_ps(k, q, acc); }
+};
+template <int H, class Rows>
+ChainScores<H, F32ScoreOps<Rows>> f32_scores(const Rows& k, const float* q, int64_t hdp,
+                                             Prefetch pf = {}) {
+  return {{k, q, hdp}, hdp, pf};
+}
+
 // The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [hdp32] and qb
 // [H][hdp32], one vdpbf16ps per 32 elements.
-template <int H>
-struct Bf16Scores {
+struct Bf16ScoreOps {
+  using Vec = __m512bh;
+  static constexpr int kStep = 32;
   const uint16_t* const* krows;
   const uint16_t* qb;
   int64_t hdp32;
-  Prefetch pf = {};  // step d of group g: line d / 32 of rows g + 4j
-  void group(int g, __m512 (&a)[4][H]) const {
-    for (int64_t d = 0; d < hdp32; d += 32) {
-      for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / 32, d / 32 + 1);
-      __m512bh kv[4];
-      for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(krows[g + 4 * j] + d);
-      for (int h = 0; h < H; ++h) {
-        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qb + h * hdp32 + d);
-        for (int j = 0; j < 4; ++j) a[j][h] = _mm512_dpbf16_ps(a[j][h], kv[j], qv);
-      }
-    }
-  }
+  Vec k(int p, int64_t d) const { return (__m512bh)_mm512_loadu_si512(krows[p] + d); }
+  Vec q(int h, int64_t d) const { return (__m512bh)_mm512_loadu_si512(qb + h * hdp32 + d); }
+  static __m512 product(__m512 acc, Vec k, Vec q) { return _mm512_dpbf16_ps(acc, k, q); }
 };
+template <int H>
+ChainScores<H, Bf16ScoreOps> bf16_scores(const uint16_t* const* krows, const uint16_t* qb,
+                                         int64_t hdp32, Prefetch pf = {}) {
+  return {{krows, qb, hdp32}, hdp32, pf};
+}
 
 // The fused form for H (1..6) query vectors that see the same `valid` positions: the scores'
 // chains and tree for every query, with each K vector loaded (or converted) once and used by all
@@ -384,8 +400,8 @@ void attend_heads_bf16kv_pair(const uint16_t* const* kr, const uint16_t* const* 
   const Prefetch pv1 = next != nullptr ? Prefetch{next->v + kAttnBlock, next->v_bytes} : Prefetch{};
   const Prefetch pk = next != nullptr ? Prefetch{next->k, next->k_bytes} : Prefetch{};
   __m512 s0[H], s1[H];
-  block_scores<H>(Bf16Scores<H>{kr, qb, hd, pv0}, s0);
-  block_scores<H>(Bf16Scores<H>{kr + kAttnBlock, qb, hd, pv1}, s1);
+  block_scores<H>(bf16_scores<H>(kr, qb, hd, pv0), s0);
+  block_scores<H>(bf16_scores<H>(kr + kAttnBlock, qb, hd, pv1), s1);
   alignas(64) float ev0[H][kAttnBlock], ev1[H][kAttnBlock];
   float corr[2][H];
   softmax_steps<H>(s0, kAttnBlock, scale, st, ev0, corr[0]);
@@ -399,7 +415,7 @@ template <class Rows>
 void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n_q, int64_t hdp,
                   float scale, SoftmaxState* st, const BlockRows* next) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(F32Scores<h(), Rows>{k, q + h0 * hdp, hdp, next_v(next, valid, h0)},
+    attend_heads_with<h()>(f32_scores<h()>(k, q + h0 * hdp, hdp, next_v(next, valid, h0)),
                            F32Values<Rows>{v, next_k(next, valid, h0)}, valid, hdp, scale, st + h0);
   });
 }
@@ -409,7 +425,7 @@ template <class Rows>
 void attend_group_bf16(const uint16_t* const* krows, const Rows& v, int valid, const uint16_t* qb,
                        int n_q, int64_t hdp, int64_t hdp32, float scale, SoftmaxState* st) {
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(Bf16Scores<h()>{krows, qb + h0 * hdp32, hdp32}, F32Values<Rows>{v},
+    attend_heads_with<h()>(bf16_scores<h()>(krows, qb + h0 * hdp32, hdp32), F32Values<Rows>{v},
                            valid, hdp, scale, st + h0);
   });
 }
@@ -497,7 +513,7 @@ void attend_block_bf16kv_group_avx512bf16(const uint16_t* const* krows,
   }
   // At most 16 positions: one block (the same bits).
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_with<h()>(Bf16Scores<h()>{kr, qb + h0 * hd, hd, next_v(next, valid, h0)},
+    attend_heads_with<h()>(bf16_scores<h()>(kr, qb + h0 * hd, hd, next_v(next, valid, h0)),
                            Bf16PairValues{vr, hd, next_k(next, valid, h0)}, valid, hd, scale,
                            st + h0);
   });
