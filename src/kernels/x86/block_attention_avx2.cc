@@ -103,9 +103,10 @@ struct F32Block {
 }  // namespace
 
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
+  const F16Rows f16{rows};
   rows_or_zeros(n, hdp, out, [&](int p, float* o) {
     int64_t i = 0;
-    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(o + i, F16Rows{rows}.load(p, i));
+    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(o + i, f16.load(p, i));
     for (; i < hd; ++i) o[i] = _cvtsh_ss(rows[p][i]);
     std::fill(o + hd, o + hdp, 0.0f);
   });
@@ -211,13 +212,15 @@ inline void group_scores(const Rows& k, const float* q, int valid, int64_t hdp, 
   }
 }
 
-// acc[h] (C vectors of 8 from column c0) times corr[h] where it is not 1, plus e[h][p] V[p] for
-// p < valid, each V vector loaded once for the H queries. Position p asks for lines
-// [line0, line0 + 1) of the next block's K row p (pf).
-template <int H, int C, class Rows>
+// acc[h] (the 16 columns from c0: C vectors of 8) times corr[h] where it is not 1, plus
+// e[h][p] V[p] for p < valid, each V vector loaded once for the H queries (2H accumulators, 2 V
+// vectors and a weight: the 16 registers). Position p asks for line line0 of the next block's K
+// row p (pf).
+template <int H, class Rows>
 inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const float* corr,
                              int valid, int64_t c0, SoftmaxState* st, const Prefetch& pf,
                              int64_t line0) {
+  constexpr int C = 2;
   __m256 a[H][C];
   for (int h = 0; h < H; ++h) {
     for (int c = 0; c < C; ++c) a[h][c] = _mm256_loadu_ps(st[h].acc + c0 + 8 * c);
@@ -240,7 +243,7 @@ inline void add_values_group(const Rows& v, const float (*ev)[kAttnBlock], const
 }
 
 // H (1..6) query vectors through one block: scores, the softmax steps, then the V sums in chunks
-// of 16 columns (8 past the last whole chunk; hdp a multiple of 8).
+// of 16 columns (hdp a multiple of 16).
 template <int H, class Rows>
 void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64_t hdp, float scale,
                   SoftmaxState* st, const Prefetch& pv, const Prefetch& pk) {
@@ -249,9 +252,8 @@ void attend_heads(const Rows& k, const Rows& v, int valid, const float* q, int64
   alignas(32) float ev[H][kAttnBlock];
   float corr[H];
   for (int h = 0; h < H; ++h) corr[h] = softmax_step(lo[h], hi[h], valid, scale, st[h], ev[h]);
-  int64_t c0 = 0;
-  for (; c0 + 16 <= hdp; c0 += 16) add_values_group<H, 2>(v, ev, corr, valid, c0, st, pk, c0 / 16);
-  for (; c0 < hdp; c0 += 8) add_values_group<H, 1>(v, ev, corr, valid, c0, st, Prefetch{}, 0);
+  for (int64_t c0 = 0; c0 < hdp; c0 += 16)
+    add_values_group<H>(v, ev, corr, valid, c0, st, pk, c0 / 16);
 }
 
 template <class Rows>

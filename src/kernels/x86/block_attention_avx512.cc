@@ -302,16 +302,15 @@ struct Bf16PairValues {
   }
 };
 
-// The chains of the scores' group g (positions g + 4j, j < 4) for H query vectors: per step of
-// Ops::kStep elements, each K vector loaded once for the H queries and Ops::product(acc, k, q)
-// taken; step i asks for line i of the next block's rows g + 4j (pf).
+// The chains of the scores' group g (positions g + 4j, j < 4) for H query vectors: over the ops.n
+// elements of a K row, per step of Ops::kStep, each K vector loaded once for the H queries and
+// Ops::product(acc, k, q) taken; step i asks for line i of the next block's rows g + 4j (pf).
 template <int H, class Ops>
 struct ChainScores {
   Ops ops;
-  int64_t n;  // elements of a K row the chains go over
   Prefetch pf = {};
   void group(int g, __m512 (&a)[4][H]) const {
-    for (int64_t d = 0; d < n; d += Ops::kStep) {
+    for (int64_t d = 0; d < ops.n; d += Ops::kStep) {
       for (int j = 0; j < 4; ++j) pf.lines_of_row(g + 4 * j, d / Ops::kStep, d / Ops::kStep + 1);
       typename Ops::Vec kv[4];
       for (int j = 0; j < 4; ++j) kv[j] = ops.k(g + 4 * j, d);
@@ -323,40 +322,40 @@ struct ChainScores {
   }
 };
 
-// The f32 scores: K from Rows, q [H][hdp] f32, 16 elements a step.
+// The f32 scores: K from Rows, q [H][n] f32 (n = hdp), 16 elements a step.
 template <class Rows>
 struct F32ScoreOps {
   using Vec = __m512;
   static constexpr int kStep = 16;
   const Rows& rows;
   const float* qf;
-  int64_t hdp;
+  int64_t n;
   Vec k(int p, int64_t d) const { return rows.load(p, d); }
-  Vec q(int h, int64_t d) const { return _mm512_loadu_ps(qf + h * hdp + d); }
+  Vec q(int h, int64_t d) const { return _mm512_loadu_ps(qf + h * n + d); }
   static __m512 product(__m512 acc, Vec k, Vec q) { return _mm512_fmadd_ps(k, q, acc); }
 };
 template <int H, class Rows>
 ChainScores<H, F32ScoreOps<Rows>> f32_scores(const Rows& k, const float* q, int64_t hdp,
                                              Prefetch pf = {}) {
-  return {{k, q, hdp}, hdp, pf};
+  return {{k, q, hdp}, pf};
 }
 
-// The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [hdp32] and qb
-// [H][hdp32], one vdpbf16ps per 32 elements.
+// The bf16 scores (block_attention.h): the block's 16 bf16 K rows krows[p] [n] and qb [H][n]
+// (n = hdp32), one vdpbf16ps per 32 elements.
 struct Bf16ScoreOps {
   using Vec = __m512bh;
   static constexpr int kStep = 32;
   const uint16_t* const* krows;
   const uint16_t* qb;
-  int64_t hdp32;
+  int64_t n;
   Vec k(int p, int64_t d) const { return (__m512bh)_mm512_loadu_si512(krows[p] + d); }
-  Vec q(int h, int64_t d) const { return (__m512bh)_mm512_loadu_si512(qb + h * hdp32 + d); }
+  Vec q(int h, int64_t d) const { return (__m512bh)_mm512_loadu_si512(qb + h * n + d); }
   static __m512 product(__m512 acc, Vec k, Vec q) { return _mm512_dpbf16_ps(acc, k, q); }
 };
 template <int H>
 ChainScores<H, Bf16ScoreOps> bf16_scores(const uint16_t* const* krows, const uint16_t* qb,
                                          int64_t hdp32, Prefetch pf = {}) {
-  return {{krows, qb, hdp32}, hdp32, pf};
+  return {{krows, qb, hdp32}, pf};
 }
 
 // The fused form for H (1..6) query vectors that see the same `valid` positions: the scores'

@@ -1,6 +1,7 @@
 // What the AVX2 and AVX-512 block-attention kernels (kernels/block_attention.h) share at any vector
-// width: the next block's prefetch spread through a kernel's work and the split of a row's query
-// vectors into groups of at most six, each a compile-time count. Included only inside the
+// width: the next block's prefetch spread through a kernel's work, the rows of a converted block
+// past n as zeros, a block's row pointers past `valid` at zero bytes, and the split of a row's
+// query vectors into groups of at most six, each a compile-time count. Included only inside the
 // anonymous namespace of each ISA's translation unit (see x86/tile_driver.h for why nothing is
 // shared inline across ISAs); depends on <immintrin.h>, <algorithm> and <utility>, included by the
 // including file.
