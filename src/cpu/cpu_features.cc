@@ -116,6 +116,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
     case Isa::kAvx512:
       return "avx512";
     case Isa::kNeon:
@@ -131,6 +133,8 @@ bool isa_supported(Isa isa) {
       return true;
     case Isa::kAvx2:
       return f.avx2 && f.fma && f.f16c;
+    case Isa::kAvxVnni:
+      return f.avxvnni && isa_supported(Isa::kAvx2);
     case Isa::kAvx512:
       return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && isa_supported(Isa::kAvx2);
     case Isa::kNeon:
@@ -140,24 +144,28 @@ bool isa_supported(Isa isa) {
 }
 
 Isa best_isa() {
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+  for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2, Isa::kNeon}) {
     if (isa_supported(isa)) return isa;
   }
   return Isa::kScalar;
+}
+
+bool isa_runs_avx2(Isa isa) {
+  return isa == Isa::kAvx2 || isa == Isa::kAvxVnni || isa == Isa::kAvx512;
 }
 
 Isa active_isa() {
   static const Isa chosen = [] {
     const char* env = std::getenv("PONDER_ISA");
     if (env == nullptr || *env == '\0') return best_isa();
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kNeon}) {
       if (std::strcmp(env, isa_name(isa)) == 0) {
         if (isa_supported(isa)) return isa;
         log_warn("PONDER_ISA={} is not supported by this CPU; using {}", env, isa_name(best_isa()));
         return best_isa();
       }
     }
-    log_warn("PONDER_ISA={} is unknown (scalar, avx2, avx512, neon); using {}", env,
+    log_warn("PONDER_ISA={} is unknown (scalar, avx2, avxvnni, avx512, neon); using {}", env,
              isa_name(best_isa()));
     return best_isa();
   }();

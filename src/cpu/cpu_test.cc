@@ -41,8 +41,16 @@ TEST(CpuFeaturesTest, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512vl, has("avx512vl"));
   EXPECT_EQ(f.avx512vnni, has("avx512_vnni"));
   EXPECT_EQ(f.avx512bf16, has("avx512_bf16"));
+  EXPECT_EQ(f.avxvnni, has("avx_vnni"));
   EXPECT_TRUE(isa_supported(Isa::kScalar));
   EXPECT_TRUE(isa_supported(best_isa()));
+  // The AVX-VNNI level: AVX-VNNI on top of the AVX2 level; chosen only where AVX-512 is not.
+  EXPECT_EQ(isa_supported(Isa::kAvxVnni), f.avxvnni && isa_supported(Isa::kAvx2));
+  if (isa_supported(Isa::kAvxVnni) && !isa_supported(Isa::kAvx512)) {
+    EXPECT_EQ(best_isa(), Isa::kAvxVnni);
+  }
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) EXPECT_TRUE(isa_runs_avx2(isa));
+  for (Isa isa : {Isa::kScalar, Isa::kNeon}) EXPECT_FALSE(isa_runs_avx2(isa));
 }
 
 TEST(TopologyTest, CountsAreConsistent) {

@@ -329,7 +329,7 @@ const BlockAttentionKernels& block_attention_kernels() {
     if (isa == Isa::kAvx512 && block_attention_kernels_avx512() != nullptr) {
       return block_attention_kernels_avx512();
     }
-    if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && block_attention_kernels_avx2() != nullptr) {
+    if (isa_runs_avx2(isa) && block_attention_kernels_avx2() != nullptr) {
       return block_attention_kernels_avx2();
     }
     return &block_attention_kernels_scalar();

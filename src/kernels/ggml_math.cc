@@ -38,7 +38,7 @@ void swiglu_ggml(const float* gate, const float* up, int64_t n, float* out) {
 #if PONDER_X86_KERNELS  // the SIMD blocks are bitwise the scalar ones
   if (active_isa() == Isa::kAvx512) {
     swiglu_blocks_avx512(gate, up, n16, out);
-  } else if (active_isa() == Isa::kAvx2) {
+  } else if (isa_runs_avx2(active_isa())) {
     swiglu_blocks_avx2(gate, up, n16, out);
   } else
 #endif
@@ -52,7 +52,7 @@ double softmax_exp_sum_ggml(const float* x, float max, int64_t n, float* y) {
   double sum = 0;
   int64_t i = 0;
 #if PONDER_X86_KERNELS
-  if (active_isa() == Isa::kAvx512 || active_isa() == Isa::kAvx2) {
+  if (isa_runs_avx2(active_isa())) {
     i = n & ~int64_t{15};
     sum = active_isa() == Isa::kAvx512 ? softmax_exp_blocks_avx512(x, max, i, y)
                                        : softmax_exp_blocks_avx2(x, max, i, y);

@@ -1,7 +1,7 @@
 // Weights rearranged at load time into groups of 16 rows ("x16" layouts), the layout the fast
-// kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2: x86/matmul_x16_avx2.cc, each half of
-// a 64-byte vector in one 256-bit register), and the scalar row dots that define, output by
-// output, what those kernels compute.
+// kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2 and AVX-VNNI: x86/x16_ymm_kernels.h,
+// each half of a 64-byte vector in one 256-bit register), and the scalar row dots that define,
+// output by output, what those kernels compute.
 //
 // Why another layout: the ggml block layout keeps one row's super-block together (scales packed in
 // 6 bits, nibbles in 32-byte runs), so a kernel spends more instructions unpacking scales and

@@ -97,7 +97,7 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
   if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && f.avx512bf16) {
     if (const MatmulKernel* k = avx512bf16_matmul_kernel(type)) return k;
   }
-  if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && isa_supported(Isa::kAvx2)) {
+  if (isa_runs_avx2(isa) && isa_supported(Isa::kAvx2)) {
     if (const MatmulKernel* k = avx2_matmul_kernel(type)) return k;
     if (const MatmulKernel* k = avx2_bf16_matmul_kernel(type)) return k;
     if (const MatmulKernel* k = avx2_legacy_matmul_kernel(type)) return k;
@@ -116,7 +116,10 @@ const MatmulKernel* find_x16_matmul_kernel(GgmlType type, Isa isa) {
   if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && cpu_features().avx512vnni) {
     if (const MatmulKernel* k = avx512_x16_matmul_kernel(type)) return k;
   }
-  if ((isa == Isa::kAvx512 || isa == Isa::kAvx2) && isa_supported(Isa::kAvx2)) {
+  if (isa == Isa::kAvxVnni && isa_supported(Isa::kAvxVnni)) {
+    if (const MatmulKernel* k = avxvnni_x16_matmul_kernel(type)) return k;
+  }
+  if (isa_runs_avx2(isa) && isa_supported(Isa::kAvx2)) {
     if (const MatmulKernel* k = avx2_x16_matmul_kernel(type)) return k;
   }
 #endif

@@ -45,8 +45,8 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 const MatmulKernel* active_matmul_kernel(GgmlType type);
 
 // The x16-order kernel for `type` at most `isa` can run: the SIMD one that reads the x16 layout
-// (AVX-512 VNNI, else AVX2; all bitwise equal), or (with no such SIMD kernel) the scalar one;
-// nullptr if the type has no x16 layout.
+// (AVX-512 VNNI, else AVX-VNNI, else AVX2; all bitwise equal), or (with no such SIMD kernel) the
+// scalar one; nullptr if the type has no x16 layout.
 const MatmulKernel* find_x16_matmul_kernel(GgmlType type, Isa isa);
 
 // Whether this CPU (active_isa()) has a SIMD kernel for weights of `type` in the x16 layout: only

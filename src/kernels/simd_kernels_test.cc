@@ -364,8 +364,8 @@ INSTANTIATE_TEST_SUITE_P(Bf16Kernels, Bf16KernelTest, testing::Values(Isa::kAvx2
 
 // --- x16 layout kernels (kernels/interleave.h) ---------------------------------------------------
 
-// Each x16 SIMD kernel (AVX2, AVX-512, NEON) the CPU can run, whichever one active_isa() would
-// pick; the others skip (scripts/cross_arm64.sh runs the NEON ones under qemu).
+// Each x16 SIMD kernel (AVX2, AVX-VNNI, AVX-512, NEON) the CPU can run, whichever one active_isa()
+// would pick; the others skip (scripts/cross_arm64.sh runs the NEON ones under qemu).
 class X16KernelTest : public KernelCaseTest<find_x16_matmul_kernel> {};
 
 // The x16 copy of w, 64-byte aligned.
@@ -472,7 +472,7 @@ TEST_P(X16KernelTest, ExtremeCodesDoNotSaturate) {
 
 std::vector<Case> x16_cases() {
   return cases_of({GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0},
-                  {Isa::kAvx2, Isa::kAvx512, Isa::kNeon});
+                  {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kNeon});
 }
 
 INSTANTIATE_TEST_SUITE_P(X16, X16KernelTest, testing::ValuesIn(x16_cases()), case_name);

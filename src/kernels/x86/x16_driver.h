@@ -1,5 +1,5 @@
 // The driver of the x86 kernels for weights in the x16 layouts (kernels/interleave.h,
-// x86/matmul_x16_avx2.cc and x86/matmul_x16_avx512.cc): per group of 16 weight rows, passes of up
+// x86/x16_ymm_kernels.h and x86/matmul_x16_avx512.cc): per group of 16 weight rows, passes of up
 // to kRows activation rows, each a call of the ISA's group kernel for that many rows (a
 // compile-time R); the packed Q8_0 activation row both ISAs lay out alike; and the table of
 // the four x16 kernels. Which rows share a pass only changes which outputs are computed together,
@@ -145,19 +145,22 @@ void gemm_x16(const WeightView& w, const void* xp, int64_t n_rows, int64_t o_beg
   }
 }
 
-constexpr bool kX16IsAvx2 = kIsa == Isa::kAvx2;
+// The kernels' names: "q4_K_x16_" and the ISA.
+constexpr const char* x16_name(const char* avx2, const char* avxvnni, const char* avx512) {
+  return kIsa == Isa::kAvx2 ? avx2 : kIsa == Isa::kAvxVnni ? avxvnni : avx512;
+}
 
 constexpr MatmulKernel kKernels[] = {
-    {GgmlType::Q4_K, kIsa, kX16IsAvx2 ? "q4_K_x16_avx2" : "q4_K_x16_avx512",
+    {GgmlType::Q4_K, kIsa, x16_name("q4_K_x16_avx2", "q4_K_x16_avxvnni", "q4_K_x16_avx512"),
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ4KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q5_K, kIsa, kX16IsAvx2 ? "q5_K_x16_avx2" : "q5_K_x16_avx512",
+    {GgmlType::Q5_K, kIsa, x16_name("q5_K_x16_avx2", "q5_K_x16_avxvnni", "q5_K_x16_avx512"),
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ5KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q6_K, kIsa, kX16IsAvx2 ? "q6_K_x16_avx2" : "q6_K_x16_avx512",
+    {GgmlType::Q6_K, kIsa, x16_name("q6_K_x16_avx2", "q6_K_x16_avxvnni", "q6_K_x16_avx512"),
      x16_packed_row_bytes<ActX16, kQK_K>, pack_x16_row<ActX16>,
      gemm_x16<BlockQ6KX16, ActX16, kQK_K>, true},
-    {GgmlType::Q8_0, kIsa, kX16IsAvx2 ? "q8_0_x16_avx2" : "q8_0_x16_avx512",
+    {GgmlType::Q8_0, kIsa, x16_name("q8_0_x16_avx2", "q8_0_x16_avxvnni", "q8_0_x16_avx512"),
      x16_packed_row_bytes<ActX16Q80, 64>, pack_q8_0_pairs<ActX16Q80>,
      gemm_x16<BlockQ80X16, ActX16Q80, 64, kQ80PairRows>, true},
 };

@@ -32,5 +32,7 @@ const MatmulKernel* avx512_q2q3_matmul_kernel(GgmlType type);
 const MatmulKernel* avx512_x16_matmul_kernel(GgmlType type);
 // AVX2 + FMA + F16C kernels for weights in the x16 layout, bitwise equal to the AVX-512 ones.
 const MatmulKernel* avx2_x16_matmul_kernel(GgmlType type);
+// The same with AVX-VNNI's 256-bit vpdpbusd / vpdpwssd for the integer sums (bitwise equal).
+const MatmulKernel* avxvnni_x16_matmul_kernel(GgmlType type);
 
 }  // namespace ponder
