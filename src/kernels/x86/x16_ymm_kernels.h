@@ -369,7 +369,7 @@ void q8_0_group(const BlockQ80X16* w, int64_t nb, const ActX16Q80* const x[R], f
             continue;
           }
           const __m256i q = _mm256_xor_si256(stored, bias);  // the codes
-          const __m256i aq = _mm256_abs_epi8(q);              // -128 gives 0x80: 128 as unsigned
+          const __m256i aq = _mm256_abs_epi8(q);             // -128 gives 0x80: 128 as unsigned
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const __m256i xs = _mm256_sign_epi8(bcast4(x[r][b].qs + 32 * h + 4 * k), q);
