@@ -63,15 +63,16 @@ if [ "${1:-}" != "--fast" ]; then
     -DPONDER_WERROR=OFF > /dev/null
   cmake --build build-asan-fuzz -j"$JOBS"
   stage "ASan+UBSan tests"
-  # Left to the Release run: the goldens again under PONDER_ISA=avx2 (avx2.*Golden*: the AVX2
-  # order's numbers) and on the F32 file (the longest, its kernels in kernels_test here), the
-  # engine's batch invariance for every type but a K-quant, Q8_0 and F16 (the types differ only
-  # in kernels, whose memory use kernels_test checks here for every type and ISA), speculative
-  # decoding's exactness on all but the K-quant and Q8_0; the Q8_0 cache's bf16-scores goldens
-  # (scalar bf16 emulation where the CPU has no AVX512_BF16).
+  # Left to the Release run: the goldens again under PONDER_ISA=avx2 and avxvnni (the AVX2
+  # order's numbers; the AVX-VNNI kernels, bitwise the AVX2 ones in kernels_test here) and on the
+  # F32 file (the longest, its kernels in kernels_test here), the engine's batch invariance for
+  # every type but a K-quant, Q8_0 and F16 (the types differ only in kernels, whose memory use
+  # kernels_test checks here for every type and ISA), speculative decoding's exactness on all but
+  # the K-quant and Q8_0; the Q8_0 cache's bf16-scores goldens (scalar bf16 emulation where the
+  # CPU has no AVX512_BF16).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan-fuzz --output-on-failure -j"$JOBS" \
-    -E '^avx2\..*Golden|Golden.*"F32"|GoldenQ8CacheBf16|SpecDecodingTest.*"F16"|(EngineFormatTest|SpecDecodingTest).*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
+    -E '^(avx2|avxvnni)\..*Golden|Golden.*"F32"|GoldenQ8CacheBf16|SpecDecodingTest.*"F16"|(EngineFormatTest|SpecDecodingTest).*"(F32|BF16|Q6_K|Q5_K_M|Q3_K_M|Q2_K|Q5_1|Q5_0|Q4_1|Q4_0)"'
   stage "TSan build (the engine and server tests only)"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DPONDER_TSAN=ON -DPONDER_TESTS=ON > /dev/null
