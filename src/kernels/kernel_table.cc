@@ -97,6 +97,10 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
   if (isa == Isa::kAvx512 && isa_supported(Isa::kAvx512) && f.avx512bf16) {
     if (const MatmulKernel* k = avx512bf16_matmul_kernel(type)) return k;
   }
+  if (isa == Isa::kAvxVnni && isa_supported(Isa::kAvxVnni)) {
+    if (const MatmulKernel* k = avxvnni_legacy_matmul_kernel(type)) return k;
+    if (const MatmulKernel* k = avxvnni_q2q3_matmul_kernel(type)) return k;
+  }
   if (isa_runs_avx2(isa) && isa_supported(Isa::kAvx2)) {
     if (const MatmulKernel* k = avx2_matmul_kernel(type)) return k;
     if (const MatmulKernel* k = avx2_bf16_matmul_kernel(type)) return k;

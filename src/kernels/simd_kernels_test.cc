@@ -249,7 +249,7 @@ std::vector<Case> all_cases() {
   return cases_of({GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
                    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
                    GgmlType::Q3_K},
-                  {Isa::kAvx2, Isa::kAvx512});
+                  {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512});
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, SimdKernelTest, testing::ValuesIn(all_cases()), case_name);
@@ -301,7 +301,7 @@ TEST_P(LegacyExtremeTest, ExtremeCodesDoNotSaturate) {
 std::vector<Case> legacy_cases() {
   return cases_of({GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
                    GgmlType::Q3_K},
-                  {Isa::kAvx2, Isa::kAvx512});
+                  {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512});
 }
 
 INSTANTIATE_TEST_SUITE_P(Legacy, LegacyExtremeTest, testing::ValuesIn(legacy_cases()), case_name);

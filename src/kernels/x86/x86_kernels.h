@@ -20,11 +20,17 @@ const MatmulKernel* avx2_bf16_matmul_kernel(GgmlType type);
 // AVX2 + FMA + F16C kernels for Q4_0, Q4_1, Q5_0 and Q5_1 weights, or nullptr
 // (x86/matmul_legacy_avx2.cc).
 const MatmulKernel* avx2_legacy_matmul_kernel(GgmlType type);
+// The same with AVX-VNNI's 256-bit vpdpbusd for the integer sums (bitwise equal), or nullptr
+// (x86/matmul_legacy_avxvnni.cc).
+const MatmulKernel* avxvnni_legacy_matmul_kernel(GgmlType type);
 // AVX-512 F/BW/VL/DQ + VNNI kernels for Q4_0, Q4_1, Q5_0 and Q5_1 weights, or nullptr
 // (x86/matmul_legacy_avx512.cc).
 const MatmulKernel* avx512_legacy_matmul_kernel(GgmlType type);
 // AVX2 + FMA + F16C kernels for Q2_K and Q3_K weights, or nullptr (x86/matmul_q2q3_avx2.cc).
 const MatmulKernel* avx2_q2q3_matmul_kernel(GgmlType type);
+// The same with AVX-VNNI's 256-bit vpdpwssd (bitwise equal), or nullptr
+// (x86/matmul_q2q3_avxvnni.cc).
+const MatmulKernel* avxvnni_q2q3_matmul_kernel(GgmlType type);
 // AVX-512 F/BW/VL/DQ + VNNI kernels for Q2_K and Q3_K weights, or nullptr
 // (x86/matmul_q2q3_avx512.cc).
 const MatmulKernel* avx512_q2q3_matmul_kernel(GgmlType type);
