@@ -71,8 +71,8 @@ __m256i scale_pairs_s8(const int8_t* p) {
 inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 
 // The 8 scale bytes at p (one per row) as int32 lanes, for vpmulld.
-__m256i scales_u8_i32(const uint8_t* p) { return _mm256_cvtepu8_epi32(load8(p)); }
-__m256i scales_s8_i32(const int8_t* p) { return _mm256_cvtepi8_epi32(load8(p)); }
+[[maybe_unused]] __m256i scales_u8_i32(const uint8_t* p) { return _mm256_cvtepu8_epi32(load8(p)); }
+[[maybe_unused]] __m256i scales_s8_i32(const int8_t* p) { return _mm256_cvtepi8_epi32(load8(p)); }
 
 // Software prefetch distance for the weight stream, in bytes (as in the AVX-512 kernels). Only the
 // one-row passes (decode) prefetch, and only where the machine streams faster so
