@@ -1,5 +1,5 @@
 // Weights rearranged at load time into groups of 16 rows ("x16" layouts), the layout the fast
-// kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2 and AVX-VNNI: x86/x16_ymm_kernels.h,
+// kernels read (AVX-512 VNNI: x86/matmul_x16_avx512.cc; AVX2 and AVX-VNNI: x86/matmul_x16_avx2.cc,
 // each half of a 64-byte vector in one 256-bit register), and the scalar row dots that define,
 // output by output, what those kernels compute.
 //

@@ -2,7 +2,7 @@
 // The integer work uses vpdpbusd (u8 weight codes x s8 activations, four products per 32-bit lane,
 // started from the sums that undo the codes' offsets); every output then gets its reference row
 // dot's float operations in the reference's order (dot_ggml_order.cc), so results are bitwise equal
-// to the scalar reference and to the AVX2 kernels of x86/legacy_ymm_kernels.h.
+// to the scalar reference and to the AVX2 kernels of x86/matmul_legacy_avx2.cc.
 //  - Q4_0 (one float accumulator per output, one fused multiply-add per block): sixteen weight rows
 //    share a register, one per 32-bit lane, their blocks transposed on the fly (see the AVX2 file);
 //    eight vpdpbusd with broadcast activation groups leave each row's block sum in its lane.
@@ -10,7 +10,7 @@
 //    register, one per half, each half in the reference's 8-lane order (Q4_1 / Q5_1's scalar min
 //    chains of the whole tile in one register per row pair); a single activation row takes one
 //    weight row at a time in 256-bit registers, which streams from memory best.
-// Measured against AVX2 on this CPU (x86/legacy_ymm_kernels.h): batches 1.4-3x faster, single
+// Measured against AVX2 on this CPU (x86/matmul_legacy_avx2.cc): batches 1.4-3x faster, single
 // rows about the same to 1.3x.
 // Compiled with AVX-512 flags; see x86/tile_driver.h for why nothing here is inline-shared.
 

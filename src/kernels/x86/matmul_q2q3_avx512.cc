@@ -1,5 +1,5 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels for Q2_K and Q3_K weights, bitwise equal to the
-// scalar reference (dot_q2_K / dot_q3_K of dot_ggml_order.cc) and to x86/q2q3_ymm_kernels.h. The
+// scalar reference (dot_q2_K / dot_q3_K of dot_ggml_order.cc) and to x86/matmul_q2q3_avx2.cc. The
 // integer work runs 512 bits wide and exactly: vpmaddubsw makes 16-bit sums of two products of two
 // chunks of 32 elements at once, vpdpwssd adds scale * two of those into each 32-bit lane, and the
 // two 256-bit halves are summed before the float step, which is the reference's (8 float lanes,

@@ -1,4 +1,4 @@
-// What the AVX2 and AVX-512 Q2_K / Q3_K kernels (x86/q2q3_ymm_kernels.h,
+// What the AVX2 and AVX-512 Q2_K / Q3_K kernels (x86/matmul_q2q3_avx2.cc,
 // x86/matmul_q2q3_avx512.cc) do alike with a weight block: the prefetch ahead in its row, Q2_K's
 // min term (the reference's first float step of a block) and Q3_K's scales as bytes. Included only
 // inside the anonymous namespace of those translation units, after x86/avx2_basics.h (see

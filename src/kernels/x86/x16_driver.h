@@ -1,5 +1,5 @@
 // The driver of the x86 kernels for weights in the x16 layouts (kernels/interleave.h,
-// x86/x16_ymm_kernels.h and x86/matmul_x16_avx512.cc): per group of 16 weight rows, passes of up
+// x86/matmul_x16_avx2.cc and x86/matmul_x16_avx512.cc): per group of 16 weight rows, passes of up
 // to kRows activation rows, each a call of the ISA's group kernel for that many rows (a
 // compile-time R); the packed Q8_0 activation row both ISAs lay out alike; and the table of
 // the four x16 kernels. Which rows share a pass only changes which outputs are computed together,
