@@ -47,8 +47,10 @@ void KvTypeFlags::add_to(CLI::App& app) {
          "files inside the exact rule, and with a Q8_0 cache inside the kv-q8_0 rule on every "
          "file; emulated, slowly, without AVX512_BF16); int8 (a Q8_0 K cache only: q rounded to "
          "Q8_0, exact integer K.q sums by vpdpbusd, llama.cpp's route for -ctk q8_0; emulated, "
-         "slowly, without AVX512_VNNI); auto: with an f16 K cache bf16 for quantized weights on "
-         "CPUs with AVX512_BF16, else f32; with a Q8_0 K cache int8 on CPUs with AVX512_VNNI "
+         "slowly, without AVX512_VNNI or AVX-VNNI); auto: with an f16 K cache bf16 for quantized "
+         "weights on "
+         "CPUs with AVX512_BF16, else f32; with a Q8_0 K cache int8 on CPUs with AVX512_VNNI or "
+         "AVX-VNNI "
          "(prompts at depth 1.15-1.27x as fast as f32 on Zen 4), else f32. A bf16 cache always "
          "takes bf16 scores.")
       ->capture_default_str()

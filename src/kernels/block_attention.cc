@@ -41,6 +41,10 @@ KernelFn<&BlockAttentionKernels::attend_block_bf16kv_group> attend_block_bf16kv_
 KernelFn<&BlockAttentionKernels::convert_block_q8_0_i8> convert_block_q8_0_i8_avx512;
 KernelFn<&BlockAttentionKernels::attend_block_i8> attend_block_i8_avx512vnni;
 KernelFn<&BlockAttentionKernels::attend_block_q8_0_i8_group> attend_block_q8_0_i8_group_avx512vnni;
+// x86/block_attention_avx2.cc compiled with -mavxvnni: the int8-scores kernels.
+KernelFn<&BlockAttentionKernels::convert_block_q8_0_i8> convert_block_q8_0_i8_avxvnni;
+KernelFn<&BlockAttentionKernels::attend_block_i8> attend_block_i8_avxvnni;
+KernelFn<&BlockAttentionKernels::attend_block_q8_0_i8_group> attend_block_q8_0_i8_group_avxvnni;
 #endif
 
 namespace {
@@ -298,6 +302,22 @@ const BlockAttentionKernels* block_attention_kernels_avx2() {
   return nullptr;
 }
 
+const BlockAttentionKernels* block_attention_kernels_avxvnni() {
+#if defined(PONDER_X86_KERNELS)
+  if (block_attention_kernels_avx2() == nullptr || !isa_supported(Isa::kAvxVnni)) return nullptr;
+  static const BlockAttentionKernels k = [] {
+    BlockAttentionKernels t = *block_attention_kernels_avx2();
+    t.convert_block_q8_0_i8 = convert_block_q8_0_i8_avxvnni;
+    t.attend_block_i8 = attend_block_i8_avxvnni;
+    t.attend_block_q8_0_i8_group = attend_block_q8_0_i8_group_avxvnni;
+    return t;
+  }();
+  return &k;
+#else
+  return nullptr;
+#endif
+}
+
 const BlockAttentionKernels* block_attention_kernels_avx512() {
 #if defined(PONDER_X86_KERNELS)
   static const BlockAttentionKernels k = [] {
@@ -328,6 +348,9 @@ const BlockAttentionKernels& block_attention_kernels() {
     const Isa isa = active_isa();
     if (isa == Isa::kAvx512 && block_attention_kernels_avx512() != nullptr) {
       return block_attention_kernels_avx512();
+    }
+    if (isa == Isa::kAvxVnni && block_attention_kernels_avxvnni() != nullptr) {
+      return block_attention_kernels_avxvnni();
     }
     if (isa_runs_avx2(isa) && block_attention_kernels_avx2() != nullptr) {
       return block_attention_kernels_avx2();

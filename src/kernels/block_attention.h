@@ -212,10 +212,11 @@ void round_to_bf16(const float* x, int64_t n, int64_t n_pad, uint16_t* out);
 
 // The kernels for active_isa() (PONDER_ISA may force scalar).
 const BlockAttentionKernels& block_attention_kernels();
-// The scalar reference, and where compiled and supported the AVX2 and AVX-512 versions (else
-// nullptr).
+// The scalar reference, and where compiled and supported the AVX2, AVX-VNNI (AVX2's with the
+// int8-scores kernels on vpdpbusd) and AVX-512 versions (else nullptr).
 const BlockAttentionKernels& block_attention_kernels_scalar();
 const BlockAttentionKernels* block_attention_kernels_avx2();
+const BlockAttentionKernels* block_attention_kernels_avxvnni();
 const BlockAttentionKernels* block_attention_kernels_avx512();
 
 }  // namespace ponder

@@ -173,7 +173,8 @@ TEST(BlockAttentionI8Test, KernelsGiveTheReferenceBitsAndItIsAttention) {
       }
     }
   }
-  if (checked_simd == 0) GTEST_SKIP() << "no int8-scores decode kernel on this CPU (AVX512_VNNI)";
+  if (checked_simd == 0)
+    GTEST_SKIP() << "no int8-scores decode kernel on this CPU (AVX512_VNNI, AVX-VNNI)";
 }
 
 }  // namespace

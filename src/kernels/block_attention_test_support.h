@@ -45,6 +45,7 @@ void block_rows(const std::vector<std::vector<T>>& k, const std::vector<std::vec
 inline std::vector<const BlockAttentionKernels*> all_kernels() {
   std::vector<const BlockAttentionKernels*> k = {&block_attention_kernels_scalar()};
   if (block_attention_kernels_avx2() != nullptr) k.push_back(block_attention_kernels_avx2());
+  if (block_attention_kernels_avxvnni() != nullptr) k.push_back(block_attention_kernels_avxvnni());
   if (block_attention_kernels_avx512() != nullptr) k.push_back(block_attention_kernels_avx512());
   return k;
 }

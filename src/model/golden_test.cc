@@ -219,10 +219,10 @@ class GoldenFlashTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenFlashTest, FlashAttentionWithinThresholds) { check_goldens(GetParam(), true); }
 
-// Both orders meet the exact rule on every file (the ggml order is llama.cpp's own, so it must).
-// ctest runs them again per ISA level (PONDER_ISA); where the CPU lacks the level, active_isa()
-// falls back to the best one and the pass would only repeat the default run, so it skips.
-class GoldenExactTest : public testing::TestWithParam<std::string> {
+// The suites ctest runs again per ISA level (PONDER_ISA): where the CPU lacks the level,
+// active_isa() falls back to the best one and the pass would only repeat the default run, so it
+// skips.
+class PerIsaGoldenTest : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const char* forced = std::getenv("PONDER_ISA");
@@ -230,6 +230,9 @@ class GoldenExactTest : public testing::TestWithParam<std::string> {
       GTEST_SKIP() << "PONDER_ISA=" << forced << " is not supported by this CPU";
   }
 };
+
+// Both orders meet the exact rule on every file (the ggml order is llama.cpp's own, so it must).
+class GoldenExactTest : public PerIsaGoldenTest {};
 
 TEST_P(GoldenExactTest, FlashOrderMeetsTheExactRule) { check_exact_rule(GetParam(), true); }
 TEST_P(GoldenExactTest, GgmlOrderMeetsTheExactRule) { check_exact_rule(GetParam(), false); }
@@ -246,7 +249,7 @@ TEST_P(GoldenQ8CacheBf16ScoresTest, Q8_0CacheWithBf16ScoresMeetsTheKvQ8_0Rule) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQ8CacheBf16ScoresTest, testing::ValuesIn(all_types()));
 // The int8-scores variant (`--attn-scores int8`: q rounded to Q8_0, llama.cpp's own route for a
 // Q8_0 cache; the scalar reference where AVX512_VNNI is not).
-class GoldenQ8CacheInt8ScoresTest : public testing::TestWithParam<std::string> {};
+class GoldenQ8CacheInt8ScoresTest : public PerIsaGoldenTest {};
 TEST_P(GoldenQ8CacheInt8ScoresTest, Q8_0CacheWithInt8ScoresMeetsTheKvQ8_0Rule) {
   check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kInt8, Reference::kQ8_0Cache);
 }

@@ -70,10 +70,10 @@ class Qwen2Model {
   }
   // The int8-scores variant for a Q8_0 K cache (kernels/block_attention.h: q rounded to Q8_0,
   // exact integer K.q sums, llama.cpp's route for `-ctk q8_0`), not with bf16 scores. The
-  // default (int8_scores_default) where its AVX512_VNNI kernels run: on Zen 4 prompts at depth
-  // 4096 1.15x and 16384 1.27x as fast as f32 scores, decode at 16384 1.02-1.07x, and as far
-  // from the exact computation as llama.cpp's Q8_0 cache (F32-p1 0.0171 against its 0.0170,
-  // f32 scores 0.0150; BENCHMARKS.md, session 25).
+  // default (int8_scores_default) where its AVX512_VNNI or AVX-VNNI kernels run: on Zen 4 prompts
+  // at depth 4096 1.15x and 16384 1.27x as fast as f32 scores, decode at 16384 1.02-1.07x, and as
+  // far from the exact computation as llama.cpp's Q8_0 cache (F32-p1 0.0171 against its 0.0170, f32
+  // scores 0.0150; BENCHMARKS.md, session 25).
   void set_int8_scores(bool on) { int8_scores_ = on; }
   bool int8_scores_default() const;
   bool int8_scores_for(KvType k) const {

@@ -10,11 +10,15 @@
 // loop and the row conversions are laid out differently, not the same loops at another width
 // (what is the same is shared: ggml's exp steps, kernels/ggml_exp.h; the prefetch and the groups
 // of six, x86/block_attention_steps.h).
+// Compiled twice (src/kernels/CMakeLists.txt): for AVX2 + FMA + F16C, and with -mavxvnni and
+// PONDER_AVXVNNI=1 for the AVX-VNNI level, where only the int8-scores kernels are built (the
+// 256-bit vpdpbusd on the K8Block layout, each 64-byte vector as two halves of 8 positions).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "kernels/block_attention.h"
@@ -63,7 +67,7 @@ inline __m256 fold1(__m256 a, __m256 b) {
 }
 
 // Lane p = the rest of tree16 (after r8) of r[p], for 8 positions.
-inline __m256 tree8(const __m256* r) {
+[[maybe_unused]] inline __m256 tree8(const __m256* r) {  // unused in the AVX-VNNI object
   // Positions a..h end in lanes [a c e g | b d f h]: pair (0, 4), (1, 5), (2, 6), (3, 7).
   const __m256 ab = fold4(r[0], r[4]), cd = fold4(r[1], r[5]);
   const __m256 ef = fold4(r[2], r[6]), gh = fold4(r[3], r[7]);
@@ -102,6 +106,7 @@ struct F32Block {
 
 }  // namespace
 
+#if !PONDER_AVXVNNI
 void convert_block_avx2(const uint16_t* const* rows, int n, int64_t hd, int64_t hdp, float* out) {
   const F16Rows f16{rows};
   rows_or_zeros(n, hdp, out, [&](int p, float* o) {
@@ -127,6 +132,7 @@ void fold_avx2(float* o, const float* acc, float a, float b, int64_t hdp) {
                                             _mm256_mul_ps(_mm256_loadu_ps(o + i), av)));
   }
 }
+#endif  // !PONDER_AVXVNNI
 
 namespace {
 
@@ -265,8 +271,148 @@ void attend_group(const Rows& k, const Rows& v, int valid, const float* q, int n
   });
 }
 
+#if PONDER_AVXVNNI
+// --- The int8-scores variant (AVX-VNNI) ---------------------------------------------------------
+
+// r[i] (row i: 8 32-bit words) to r[g] (word g of rows 0-7).
+inline void transpose8x8_epi32(__m256i (&r)[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);      // words 0, 1 | 4, 5 of rows i, i + 1
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);  // words 2, 3 | 6, 7
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);          // word 0 | 4 of rows i..i + 3
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);      // word 1 | 5
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);  // word 2 | 6
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);  // word 3 | 7
+  }
+  for (int g = 0; g < 4; ++g) {
+    r[g] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x20);
+    r[4 + g] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x31);
+  }
+}
+
+// convert_block_q8_0_i8 for 16 rows (the caller points the rows past n at zero blocks): per Q8_0
+// block and half of the positions, the 8 rows' codes + 128 transposed by groups of 4 bytes.
+inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out) {
+  const __m256i offset = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < hd / kQK; ++b) {
+    for (int half = 0; half < 2; ++half) {
+      __m256i r[8];
+      for (int i = 0; i < 8; ++i) {
+        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows[8 * half + i]);
+        r[i] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs)),
+                                offset);
+      }
+      transpose8x8_epi32(r);
+      for (int g = 0; g < 8; ++g) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out.codes + (8 * b + g) * 64 + 32 * half),
+                           r[g]);
+      }
+    }
+    alignas(16) uint16_t d[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
+    for (int half = 0; half < 2; ++half) {
+      _mm256_store_ps(
+          out.scales + b * kAttnBlock + 8 * half,
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d + 8 * half))));
+    }
+  }
+}
+
+// The unscaled scores of H (1..6) query vectors from a K8Block, positions 0-7 in lo[h] and 8-15
+// in hi[h]: per Q8_0 block the exact integer sums by vpdpbusd (K's codes + 128 unsigned, the
+// query's signed, from -128 * the query block's sum), then one fma with the scales' product.
+template <int H>
+inline void i8_scores(ConstK8Block k, QueriesQ8 q, int64_t hd, __m256 (&lo)[H], __m256 (&hi)[H]) {
+  const int64_t nb = hd / kQK;
+  for (int h = 0; h < H; ++h) lo[h] = hi[h] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i al[H], ah[H];
+    for (int h = 0; h < H; ++h) al[h] = ah[h] = _mm256_set1_epi32(-128 * q.qsum[h * nb + b]);
+    for (int g = 0; g < kQK / 4; ++g) {
+      const uint8_t* c = k.codes + (b * (kQK / 4) + g) * 64;
+      const __m256i kl = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+      const __m256i kh = _mm256_load_si256(reinterpret_cast<const __m256i*>(c + 32));
+      for (int h = 0; h < H; ++h) {
+        int32_t word;
+        std::memcpy(&word, q.q[h * nb + b].qs + 4 * g, sizeof(word));
+        const __m256i w = _mm256_set1_epi32(word);
+        al[h] = _mm256_dpbusd_avx_epi32(al[h], kl, w);
+        ah[h] = _mm256_dpbusd_avx_epi32(ah[h], kh, w);
+      }
+    }
+    const __m256 kdl = _mm256_load_ps(k.scales + b * kAttnBlock);
+    const __m256 kdh = _mm256_load_ps(k.scales + b * kAttnBlock + 8);
+    for (int h = 0; h < H; ++h) {
+      const __m256 qd = _mm256_set1_ps(_cvtsh_ss(q.q[h * nb + b].d));
+      lo[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(al[h]), _mm256_mul_ps(kdl, qd), lo[h]);
+      hi[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ah[h]), _mm256_mul_ps(kdh, qd), hi[h]);
+    }
+  }
+}
+
+// H query vectors through one block with int8 scores: then the softmax steps and the V sums as
+// attend_heads (hd a multiple of 16).
+template <int H, class Rows>
+void attend_heads_i8(ConstK8Block k, const Rows& v, int valid, QueriesQ8 q, int64_t hd, float scale,
+                     SoftmaxState* st, const Prefetch& pk) {
+  __m256 lo[H], hi[H];
+  i8_scores<H>(k, q, hd, lo, hi);
+  alignas(32) float ev[H][kAttnBlock];
+  float corr[H];
+  for (int h = 0; h < H; ++h) corr[h] = softmax_step(lo[h], hi[h], valid, scale, st[h], ev[h]);
+  for (int64_t c0 = 0; c0 < hd; c0 += 16)
+    add_values_group<H>(v, ev, corr, valid, c0, st, pk, c0 / 16);
+}
+
+QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
+  return {q.q + h0 * (hd / kQK), q.qsum + h0 * (hd / kQK)};
+}
+#endif  // PONDER_AVXVNNI
+
 }  // namespace
 
+#if PONDER_AVXVNNI
+void convert_block_q8_0_i8_avxvnni(const uint8_t* const* rows, int n, int64_t hd, K8Block out) {
+  if (!BlockAttentionKernels::rows_of_64_take(hd)) {
+    block_attention_kernels_scalar().convert_block_q8_0_i8(rows, n, hd, out);
+    return;
+  }
+  convert_k8_rows(RowsZeroPast<uint8_t>(rows, n).rows, hd, out);
+}
+
+void attend_block_i8_avxvnni(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q,
+                             int64_t hd, float scale, SoftmaxState* st) {
+  if (hd % 16 != 0) {
+    block_attention_kernels_scalar().attend_block_i8(k, v, valid, q, n_q, hd, scale, st);
+    return;
+  }
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(k, F32Block{v, hd}, valid, queries_from(q, h0, hd), hd, scale, st + h0,
+                         Prefetch{});
+  });
+}
+
+void attend_block_q8_0_i8_group_avxvnni(const uint8_t* const* krows, const uint8_t* const* vrows,
+                                        int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
+                                        SoftmaxState* st, const BlockRows* next) {
+  const RowsZeroPast<uint8_t> kz(krows, valid);
+  // The next block's V rows while this one's K is transposed and scored (its K rows: during the
+  // V sums).
+  if (next != nullptr && valid == kAttnBlock) {
+    for (int p = 0; p < kAttnBlock; ++p) Prefetch{next->v, next->v_bytes}.lines_of_row(p, 0, 4);
+  }
+  alignas(64) uint8_t codes[256 / 4 * 64];
+  alignas(64) float scales[256 / kQK * kAttnBlock];
+  convert_k8_rows(kz.rows, hd, K8Block{codes, scales});
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(ConstK8Block{codes, scales}, Q8_0Rows{vrows}, valid,
+                         queries_from(q, h0, hd), hd, scale, st + h0, next_k(next, valid, h0));
+  });
+}
+#else
 void attend_block_group_avx2(const float* k, const float* v, int valid, const float* q, int n_q,
                              int64_t hdp, float scale, SoftmaxState* st, const BlockRows* next) {
   attend_group(F32Block{k, hdp}, F32Block{v, hdp}, valid, q, n_q, hdp, scale, st, next);
@@ -293,5 +439,6 @@ void attend_block_avx2(const float* k, const float* v, const float* q, int valid
                        float scale, SoftmaxState& st) {
   attend_block_group_avx2(k, v, valid, q, 1, hdp, scale, &st, nullptr);
 }
+#endif  // PONDER_AVXVNNI
 
 }  // namespace ponder
