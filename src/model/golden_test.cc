@@ -248,7 +248,7 @@ TEST_P(GoldenQ8CacheBf16ScoresTest, Q8_0CacheWithBf16ScoresMeetsTheKvQ8_0Rule) {
 }
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQ8CacheBf16ScoresTest, testing::ValuesIn(all_types()));
 // The int8-scores variant (`--attn-scores int8`: q rounded to Q8_0, llama.cpp's own route for a
-// Q8_0 cache; the scalar reference where AVX512_VNNI is not).
+// Q8_0 cache; the scalar reference where neither AVX512_VNNI nor AVX-VNNI is).
 class GoldenQ8CacheInt8ScoresTest : public PerIsaGoldenTest {};
 TEST_P(GoldenQ8CacheInt8ScoresTest, Q8_0CacheWithInt8ScoresMeetsTheKvQ8_0Rule) {
   check_exact_rule(GetParam(), true, KvType::kQ8_0, 0, Scores::kInt8, Reference::kQ8_0Cache);

@@ -366,10 +366,6 @@ void attend_heads_i8(ConstK8Block k, const Rows& v, int valid, QueriesQ8 q, int6
   for (int64_t c0 = 0; c0 < hd; c0 += 16)
     add_values_group<H>(v, ev, corr, valid, c0, st, pk, c0 / 16);
 }
-
-QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
-  return {q.q + h0 * (hd / kQK), q.qsum + h0 * (hd / kQK)};
-}
 #endif  // PONDER_AVXVNNI
 
 }  // namespace

@@ -608,10 +608,6 @@ void attend_heads_i8(ConstK8Block k, const Values& v, int valid, QueriesQ8 q, in
   v.template add<H>(ev, corr, valid, hd, st);
 }
 
-QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
-  return {q.q + h0 * (hd / kQK), q.qsum + h0 * (hd / kQK)};
-}
-
 }  // namespace
 
 void convert_block_q8_0_i8_avx512(const uint8_t* const* rows, int n, int64_t hd, K8Block out) {

@@ -1,7 +1,8 @@
 // What the AVX2 and AVX-512 block-attention kernels (kernels/block_attention.h) share at any vector
 // width: the next block's prefetch spread through a kernel's work, the rows of a converted block
 // past n as zeros, a block's row pointers past `valid` at zero bytes, and the split of a row's
-// query vectors into groups of at most six, each a compile-time count. Included only inside the
+// query vectors into groups of at most six, each a compile-time count, and the int8 variant's
+// queries from a group's first. Included only inside the
 // anonymous namespace of each ISA's translation unit (see x86/tile_driver.h for why nothing is
 // shared inline across ISAs); depends on <immintrin.h>, <algorithm> and <utility>, included by the
 // including file.
@@ -72,4 +73,9 @@ void in_sixes(int n_q, const Run& run) {
     }
     (std::make_integer_sequence<int, 6>());
   }
+}
+
+// The int8-scores variant's query vectors from h0 on (hd / 32 blocks and block sums each).
+inline QueriesQ8 queries_from(QueriesQ8 q, int h0, int64_t hd) {
+  return {q.q + h0 * (hd / kQK), q.qsum + h0 * (hd / kQK)};
 }

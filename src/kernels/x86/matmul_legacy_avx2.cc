@@ -36,6 +36,7 @@ namespace {
 
 // Lane l: the exact sum of the 4 products q x at bytes 4l..4l+3 (q unsigned, x signed; AVX2: from
 // vpmaddubsw's 16-bit sums of 2, which never saturate on these types' codes; ones: 16-bit 1s).
+// A template so that the AVX2 object never instantiates the AVX-VNNI branch.
 template <int kUnused = 0>
 __m256i exact_lanes(__m256i q, __m256i x, __m256i ones) {
   if constexpr (kVnni) {
@@ -127,10 +128,9 @@ struct Q40 : Q40ActRow<8> {
               _mm256_i32gather_epi32(reinterpret_cast<const int*>(blk), gather_idx, 1), pick_d),
           0x08);
       const __m256 wd = _mm256_cvtph_ps(_mm256_castsi256_si128(d16));
-      __m256i sum16[R];  // int16 sums, or with AVX-VNNI int32 sums from -xoff on
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        if constexpr (kVnni) sum16[r] = _mm256_set1_epi32(-xoff[r][b]);
+      __m256i sum16[R];  // int16 sums (set at k = 0), or with AVX-VNNI int32 sums from -xoff on
+      if constexpr (kVnni) {
+        for (int r = 0; r < R; ++r) sum16[r] = _mm256_set1_epi32(-xoff[r][b]);
       }
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {

@@ -155,8 +155,10 @@ void q4_K_group(const BlockQ4KX16* w, int64_t nb, const ActX16* const x[R], floa
         for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
-            __m256i s[R];  // int16 (at most 8 * 2 * 15 * 127), or int32 with AVX-VNNI
-            for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();  // AVX2: set at k = 0
+            __m256i s[R];  // int16 (at most 8 * 2 * 15 * 127, set at k = 0), or int32 with AVX-VNNI
+            if constexpr (kVnni) {
+              for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+            }
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
               const __m256i raw = load32(wb.qs[p][k][row0]);
