@@ -2,10 +2,13 @@
 """The prefix cache on disk, measured: the next turn of a long conversation, its first token
 (a request for one token, wall time on loopback) computed cold, from the RAM prefix cache, and from
 disk after a kill -9 and a restart (page cache warm, and with the page cache dropped when this
-machine allows it). Prints a Markdown table for BENCHMARKS.md.
+machine allows it), and how long a stream decoding beside that read waits between two tokens (the
+reads spread over its steps). Prints a Markdown table for BENCHMARKS.md.
 Usage: scripts/bench/kv_disk.py MODEL.gguf [--tokens 4000] [--threads 2] [--build build]"""
 
 import argparse
+import http.client
+import json
 import os
 import random
 import shutil
@@ -13,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -37,6 +41,34 @@ def first_token(port, messages):
     assert r.status == 200, r.body[:300]
     u = r.json()["usage"]
     return dt, u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], r.json()["choices"][0]
+
+
+class Streamer(threading.Thread):
+    """A streaming chat request; the arrival time of each content event."""
+
+    def __init__(self, port, n_tokens):
+        super().__init__(daemon=True)
+        self.port, self.n_tokens, self.times = port, n_tokens, []
+
+    def run(self):
+        body = {"messages": [{"role": "user", "content": message(40, 9)}], "max_tokens": self.n_tokens,
+                "temperature": 0, "stream": True}
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        for line in r:
+            if line.startswith(b"data: {"):
+                self.times.append(time.perf_counter())
+        c.close()
+
+    def longest_gap(self, t0, t1):
+        """The longest wait between two events, of the gaps that end in [t0, t1]."""
+        gaps = [b - a for a, b in zip(self.times, self.times[1:]) if t0 <= b <= t1]
+        return max(gaps) if gaps else None
+
+    def median_gap(self):
+        gaps = sorted(b - a for a, b in zip(self.times, self.times[1:]))
+        return gaps[len(gaps) // 2] if gaps else None
 
 
 def message(n_words, seed):
@@ -104,12 +136,29 @@ def main():
         t_cold, _, _, ans_cold = first_token(port, turn2)
         p.terminate()
         p.wait(60)
-        t_disk_cold = None
+        t_disk_cold = beside = None
         if drop_page_cache():
             port = free_port()
             p = start(ponder, a.model, kv_copy, port, a.threads, ctx)
             drop_page_cache()
             t_disk_cold, _, _, _ = first_token(port, turn2)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            # Once more, beside a stream: its longest wait between two tokens while the next turn's
+            # prefix is read (spread over the stream's steps) against its usual one.
+            port = free_port()
+            p = start(ponder, a.model, kv_copy, port, a.threads, ctx)
+            drop_page_cache()
+            streamer = Streamer(port, 400)
+            streamer.start()
+            wait_until(lambda: len(streamer.times) >= 8, 120, "the stream's first tokens")
+            read_s0 = metric(port, "ponder_kv_disk_read_seconds_total") or 0
+            t0 = time.perf_counter()
+            first_token(port, turn2)
+            t1 = time.perf_counter()
+            beside = (streamer.longest_gap(t0, t1), metric(port, "ponder_kv_disk_read_seconds_total") - read_s0)
+            streamer.join(600)
+            beside += (streamer.median_gap(),)
             p.send_signal(signal.SIGKILL)
             p.wait()
         block_bytes = disk_bytes / written if written else 0
@@ -132,6 +181,10 @@ def main():
         print(f"the engine thread's copy of the first turn's blocks for the writer: {copy_s * 1e3:.1f} ms "
               f"({disk_bytes / 1e6:.0f} MB)")
         print(f"(first turn cold: {t_cold1:.3f} s for {n1} tokens)")
+        if beside is not None and beside[0] is not None:
+            print(f"a stream beside the read (page cache dropped): longest gap between two tokens "
+                  f"{beside[0] * 1e3:.0f} ms while the next turn's prefix was read ({beside[1] * 1e3:.0f} ms of "
+                  f"reading in all), its median gap {beside[2] * 1e3:.0f} ms")
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -328,6 +328,18 @@ int32_t Engine::prefill_budget() const {
   return step_time_.prompt_rows(scheduler_.n_decoding(), config_.max_step_s, config_.max_batch);
 }
 
+int32_t Engine::disk_read_budget() const {
+  if (!kv_disk_ || scheduler_.n_decoding() == 0) return INT32_MAX;  // nobody waits for a token
+  // Until a read is measured: 1 GB/s (the page cache reads 3-4 GB/s, an SSD 0.5-3).
+  constexpr double kAssumedBytesPerS = 1e9;
+  const KvDiskStats st = kv_disk_->stats();
+  const double block_s = st.blocks_read > 0
+                             ? st.read_s / static_cast<double>(st.blocks_read)
+                             : static_cast<double>(kv_disk_->block_bytes()) / kAssumedBytesPerS;
+  const double blocks = config_.kv_disk_read_share * config_.max_step_s / block_s;
+  return static_cast<int32_t>(std::clamp(blocks, 1.0, 1e6));
+}
+
 void Engine::sample(SeqState& st, Sequence& seq, const float* logits) {
   const int32_t n_vocab = static_cast<int32_t>(model_.config().n_vocab);
   int32_t token = 0;
@@ -518,7 +530,7 @@ void Engine::verify(const StepChunk& c, const float* logits, int64_t* emitted) {
 
 void Engine::step(ThreadPool& pool, ThreadPool* batch_pool) {
   propose_drafts(pool);
-  StepPlan plan = scheduler_.schedule(prefill_budget());
+  StepPlan plan = scheduler_.schedule(prefill_budget(), disk_read_budget());
   if (!plan.preempted.empty()) {
     const int64_t n = static_cast<int64_t>(plan.preempted.size());
     recorder_.update([&](EngineCounters& c) { c.preemptions += n; });

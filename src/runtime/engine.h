@@ -57,6 +57,10 @@ struct EngineConfig {
   // The prefix cache on disk (--kv-disk; runtime/kv_disk.h): off when kv_disk.dir is empty. Its
   // files are keyed by the model file's fingerprint (gguf/model_fingerprint.h) and the numerics.
   KvDiskOptions kv_disk;
+  // The share of max_step_s that reading a prefix back from disk may add to a step beside
+  // decoding streams (at the measured read rate; at least one block a step): a long prefix is
+  // read over several steps instead of stalling the streams (alone, it is read at once).
+  double kv_disk_read_share = 0.1;
   std::string model_fingerprint;
 };
 
@@ -102,6 +106,7 @@ class Engine {
   void admit(std::deque<std::pair<uint64_t, EngineRequest>>& inbox);
   void step(ThreadPool& pool, ThreadPool* batch_pool);
   int32_t prefill_budget() const;
+  int32_t disk_read_budget() const;  // blocks the disk tier may read this step
   // Speculative decoding: asks the draft source for the guesses of the decoding sequences.
   void propose_drafts(ThreadPool& pool);
   // Samples a sequence's rows of this step in order (one, or its draft's rows: the guesses the

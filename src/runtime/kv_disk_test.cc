@@ -289,5 +289,54 @@ TEST_F(KvDiskTest, EveryKvCacheTypeReadsBackTheSameTokens) {
   }
 }
 
+// After a restart, a second turn whose prefix is on disk arrives while another request streams:
+// with a read share of 0 the engine reads one block a step, so the reads spread over the steps
+// the stream keeps decoding in; both answers are those of an engine without a disk tier.
+TEST_F(KvDiskTest, ReadsSpreadOverStepsBesideAStreamGiveTheSameTokens) {
+  auto f = load("Q4_K_M");
+  const std::vector<int32_t> p = long_prompt_of(f->tokenizer, 150);
+  const EngineRequest greedy = request(p, 20, 0, 0);
+  const EngineRequest streaming = request(prompt_tokens(f->tokenizer, 3), 120, 0.8f, 11);
+  EngineConfig with_disk = config(2048);
+  with_disk.kv_disk.dir = dir;
+  with_disk.model_fingerprint = "Q4_K_M";
+  with_disk.kv_disk_read_share = 0;
+
+  Stream::Choice ref_stream, ref_second;
+  std::vector<int32_t> second = p;
+  {
+    Engine plain(*f->model, f->tokenizer, config(2048));
+    const Stream::Choice first = run_one(plain, greedy);
+    second.insert(second.end(), first.tokens.begin(), first.tokens.end());
+    const auto more = prompt_tokens(f->tokenizer, 9);
+    second.insert(second.end(), more.begin(), more.end());
+    ref_stream = run_one(plain, streaming);
+    Engine fresh(*f->model, f->tokenizer, config(2048));
+    ref_second = run_one(fresh, request(second, 12, 0, 0));
+  }
+  {
+    Engine first(*f->model, f->tokenizer, with_disk);
+    run_one(first, greedy);
+    first.wait_idle();
+    first.kv_disk()->flush();
+  }
+  Engine restarted(*f->model, f->tokenizer, with_disk);
+  Stream stream;
+  EngineRequest r = streaming;
+  r.sink = stream.sink();
+  ASSERT_TRUE(restarted.submit(std::move(r)).has_value());
+  stream.wait_tokens(2);  // decoding
+  const Stream::Choice b = run_one(restarted, request(second, 12, 0, 0));
+  stream.wait();
+  EXPECT_EQ(b.tokens, ref_second.tokens);
+  EXPECT_EQ(b.logprobs, ref_second.logprobs);
+  EXPECT_GE(b.stats.n_reused, (150 + 19) / kKvBlockSize * kKvBlockSize) << "the disk's prefix";
+  EXPECT_EQ(stream.choices[0].tokens, ref_stream.tokens);
+  EXPECT_EQ(stream.choices[0].logprobs, ref_stream.logprobs);
+  const EngineMetrics m = restarted.metrics();
+  EXPECT_EQ(m.kv_disk.blocks_read, (150 + 19) / kKvBlockSize) << "each block read once";
+  expect_clean(restarted);
+}
+
 }  // namespace
 }  // namespace ponder

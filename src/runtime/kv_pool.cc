@@ -251,11 +251,14 @@ bool KvPool::shift(std::vector<int32_t>* table, int32_t keep, int32_t drop,
   return true;
 }
 
-int32_t KvPool::load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens) {
+KvPool::TierLoad KvPool::load_from(BlockTier& tier, std::span<const int32_t> tokens,
+                                   int32_t max_tokens, int32_t max_reads,
+                                   std::vector<int32_t>* hold) {
   max_tokens = std::min<int32_t>(max_tokens, static_cast<int32_t>(tokens.size()));
   std::vector<int32_t> held;  // the prefix so far: referenced, so that no take_block evicts it
   uint64_t h = kRootHash;
-  int32_t n_read = 0;
+  TierLoad load;
+  int32_t& n_read = load.n_read;
   for (int32_t pos = 0; pos + kKvBlockSize <= max_tokens; pos += kKvBlockSize) {
     const auto block_tokens = tokens.subspan(static_cast<size_t>(pos), kKvBlockSize);
     const uint64_t next = chain(h, block_tokens);
@@ -267,6 +270,10 @@ int32_t KvPool::load_from(BlockTier& tier, std::span<const int32_t> tokens, int3
       acquire(b);
     } else {
       if (!tier.contains(next, block_tokens)) break;
+      if (n_read >= max_reads) {
+        load.more = true;
+        break;
+      }
       b = take_block();
       if (b < 0) break;
       if (!tier.read(next, block_tokens, b)) {
@@ -288,8 +295,12 @@ int32_t KvPool::load_from(BlockTier& tier, std::span<const int32_t> tokens, int3
     held.push_back(b);
     h = next;
   }
-  release(&held);  // tail first: the prefix outlives its tail in the cache
-  return n_read;
+  if (hold != nullptr) {
+    hold->insert(hold->end(), held.begin(), held.end());
+  } else {
+    release(&held);  // tail first: the prefix outlives its tail in the cache
+  }
+  return load;
 }
 
 void KvPool::save_to(BlockTier& tier, std::span<const int32_t> table) const {

@@ -116,10 +116,17 @@ class KvPool {
   void release(std::vector<int32_t>* table);
 
   // Extends the pool's cached prefix of tokens[0, max_tokens) with full blocks read from the tier,
-  // for as long as it holds the next one and a block can be had (cached blocks may be evicted for
-  // them, never the prefix's own). They become cached blocks that find_prefix finds. Returns how
-  // many blocks were read.
-  int32_t load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens);
+  // for as long as it holds the next one, a block can be had (cached blocks may be evicted for
+  // them, never the prefix's own) and fewer than max_reads were read. They become cached blocks
+  // that find_prefix finds; with `hold`, the prefix's blocks (found or read) stay referenced
+  // instead, appended to *hold in order (release() it), so that nothing evicts them before the
+  // next call goes on from where this one stopped.
+  struct TierLoad {
+    int32_t n_read = 0;  // blocks read from the tier
+    bool more = false;   // stopped by max_reads while the tier holds the next block
+  };
+  TierLoad load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens,
+                     int32_t max_reads = INT32_MAX, std::vector<int32_t>* hold = nullptr);
   // Hands the tier the table's full, findable blocks (from the first, up to the first that is not)
   // that it does not hold yet.
   void save_to(BlockTier& tier, std::span<const int32_t> table) const;

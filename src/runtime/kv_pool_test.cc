@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "runtime/fake_tier_for_test.h"
+
 namespace ponder {
 namespace {
 
@@ -140,9 +142,6 @@ TEST(KvPoolTest, EqualBlocksComputedTwiceKeepOneFindable) {
   pool.release(&t);
 }
 
-namespace ponder {
-namespace {
-
 // Context shift: the dropped blocks go, shared moved blocks are copied into private ones, owned
 // ones stop being findable; nothing moved is ever found again, and private blocks are freed (not
 // cached) on release.
@@ -181,32 +180,6 @@ TEST(KvPoolTest, ShiftDropsCopiesSharedAndHidesMovedBlocks) {
   EXPECT_EQ(pool.n_used(), 0);
 }
 
-}  // namespace
-}  // namespace ponder
-
-// A tier in memory: the blocks it was given, and which pool block each read filled.
-class FakeTier : public BlockTier {
- public:
-  bool contains(uint64_t hash, std::span<const int32_t> tokens) override {
-    const auto it = held.find(hash);
-    return it != held.end() && std::equal(tokens.begin(), tokens.end(), it->second.begin());
-  }
-  bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) override {
-    if (fail_reads || !contains(hash, tokens)) return false;
-    reads.push_back(block);
-    return true;
-  }
-  void write(std::span<const TierBlock> blocks) override {
-    for (const TierBlock& b : blocks) {
-      EXPECT_FALSE(held.contains(b.hash)) << "the pool hands only blocks the tier lacks";
-      held[b.hash] = std::vector<int32_t>(b.tokens.begin(), b.tokens.end());
-    }
-  }
-  std::map<uint64_t, std::vector<int32_t>> held;
-  std::vector<int32_t> reads;
-  bool fail_reads = false;
-};
-
 TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
   FakeTier tier;
   KvPool pool(8);
@@ -218,7 +191,7 @@ TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
   pool.release(&table);
   pool.clear_cache();  // a restart: the pool knows nothing
   EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 0);
-  EXPECT_EQ(pool.load_from(tier, tokens, static_cast<int32_t>(tokens.size()) - 1), 3);
+  EXPECT_EQ(pool.load_from(tier, tokens, static_cast<int32_t>(tokens.size()) - 1).n_read, 3);
   EXPECT_EQ(tier.reads.size(), 3u);
   const PrefixMatch m = pool.find_prefix(tokens, 1000);
   EXPECT_EQ(m.n_tokens(), 3 * kKvBlockSize);
@@ -226,9 +199,9 @@ TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
   EXPECT_EQ(pool.n_cached(), 3);
   expect_ok(pool);
   // Found in the pool now: not read again; max_tokens bounds what is read.
-  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 0);
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000).n_read, 0);
   pool.clear_cache();
-  EXPECT_EQ(pool.load_from(tier, tokens, 2 * kKvBlockSize + 3), 2);
+  EXPECT_EQ(pool.load_from(tier, tokens, 2 * kKvBlockSize + 3).n_read, 2);
   expect_ok(pool);
 }
 
@@ -249,16 +222,65 @@ TEST(KvPoolTest, ATierReadNeverEvictsThePrefixItExtends) {
   }
   std::vector<int32_t> busy;  // one block in use elsewhere: room for two reads
   ASSERT_TRUE(pool.allocate(&busy, 1));
-  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 2);
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000).n_read, 2);
   EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 3 * kKvBlockSize);
   expect_ok(pool);
   // A read that fails ends the extension; the block it had taken is free again.
   pool.release(&busy);
   tier.fail_reads = true;
-  EXPECT_EQ(pool.load_from(tier, tokens, 1000), 0);
+  EXPECT_EQ(pool.load_from(tier, tokens, 1000).n_read, 0);
   EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 3 * kKvBlockSize);
   EXPECT_EQ(pool.n_free(), 1);
   expect_ok(pool);
+}
+
+// Reads spread over calls: max_reads bounds each, `more` says the tier holds the next block, and
+// the held prefix survives a pool that needs every other block in between.
+TEST(KvPoolTest, TierReadsGoOnFromWhereALimitedCallStopped) {
+  FakeTier tier;
+  KvPool pool(6);
+  const auto tokens = iota_tokens(5 * kKvBlockSize + 2);
+  auto table = computed(pool, tokens);
+  pool.save_to(tier, table);
+  pool.release(&table);
+  pool.clear_cache();
+  std::vector<int32_t> hold;
+  KvPool::TierLoad load = pool.load_from(tier, tokens, 1000, 2, &hold);
+  EXPECT_EQ(load.n_read, 2);
+  EXPECT_TRUE(load.more);
+  ASSERT_EQ(hold.size(), 2u);
+  for (int32_t b : hold) EXPECT_EQ(pool.ref_count(b), 1);
+  expect_ok(pool);
+  // Another sequence takes every block it can: never the held ones.
+  std::vector<int32_t> other;
+  EXPECT_FALSE(pool.allocate(&other, 5 * kKvBlockSize));
+  ASSERT_TRUE(pool.allocate(&other, 4 * kKvBlockSize));
+  pool.release(&other);
+  pool.clear_cache();
+  // The next call finds the two in the pool (held again) and reads on, then stops at the end.
+  std::vector<int32_t> hold2;
+  load = pool.load_from(tier, tokens, 1000, 2, &hold2);
+  EXPECT_EQ(load.n_read, 2);
+  EXPECT_TRUE(load.more);
+  pool.release(&hold);
+  hold = std::move(hold2);
+  hold2.clear();
+  load = pool.load_from(tier, tokens, 1000, 2, &hold2);
+  EXPECT_EQ(load.n_read, 1);
+  EXPECT_FALSE(load.more) << "the sixth block is not full";
+  pool.release(&hold);
+  EXPECT_EQ(hold2.size(), 5u);
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 5 * kKvBlockSize);
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).blocks, hold2);
+  EXPECT_EQ(tier.reads.size(), 5u) << "every block read once";
+  pool.release(&hold2);
+  EXPECT_EQ(pool.n_cached(), 5);
+  expect_ok(pool);
+  // A limit of 0 reads nothing and says there is more.
+  pool.clear_cache();
+  load = pool.load_from(tier, tokens, 1000, 0);
+  EXPECT_EQ(load.n_read, 0);
+  EXPECT_TRUE(load.more);
 }
 
 }  // namespace

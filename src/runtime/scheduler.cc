@@ -51,6 +51,7 @@ bool Scheduler::remove(uint64_t id) {
       if ((*it)->id == id) {
         if (tier_ != nullptr) pool_.save_to(*tier_, (*it)->blocks);
         pool_.release(&(*it)->blocks);
+        pool_.release(&(*it)->tier_blocks);
         list.erase(it);
         return true;
       }
@@ -116,7 +117,7 @@ bool Scheduler::grow(Sequence* s, int32_t n, bool may_preempt, StepPlan* plan) {
   return true;
 }
 
-StepPlan Scheduler::schedule(int32_t prefill_budget) {
+StepPlan Scheduler::schedule(int32_t prefill_budget, int32_t tier_reads) {
   StepPlan plan;
   int32_t rows_left = config_.max_batch;
   auto add_chunk = [&](Sequence* s, int32_t n) {
@@ -180,7 +181,21 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
       continue;
     }
     const auto tokens = std::span<const int32_t>(s->tokens);
-    if (tier_ != nullptr) pool_.load_from(*tier_, tokens, static_cast<int32_t>(tokens.size()) - 1);
+    if (tier_ != nullptr) {
+      // Goes on from the blocks read in earlier steps (found in the pool now), holding them anew.
+      std::vector<int32_t> hold;
+      const KvPool::TierLoad load = pool_.load_from(
+          *tier_, tokens, static_cast<int32_t>(tokens.size()) - 1, tier_reads, &hold);
+      tier_reads -= load.n_read;
+      pool_.release(&s->tier_blocks);
+      s->tier_blocks = std::move(hold);
+      if (load.more) {
+        ++it;
+        continue;
+      }
+    }
+    // Whatever happens now, the prefix need not be held any more: adopted, or left cached.
+    const auto unhold = [&] { pool_.release(&s->tier_blocks); };
     const PrefixMatch m = pool_.find_prefix(tokens, static_cast<int32_t>(tokens.size()) - 1);
     int32_t held = 0;  // matched blocks that now count as available and will not be
     for (int32_t b : m.blocks) held += pool_.ref_count(b) == 0;
@@ -189,9 +204,13 @@ StepPlan Scheduler::schedule(int32_t prefill_budget) {
     const int32_t n_match = m.n_tokens();
     int32_t n = std::min(static_cast<int32_t>(tokens.size()) - n_match, prefill_left);
     n = std::min(n, (static_cast<int32_t>(m.blocks.size()) + available) * kKvBlockSize - n_match);
-    if (n <= 0) break;  // no room until running sequences finish
+    if (n <= 0) {  // no room until running sequences finish
+      unhold();
+      break;
+    }
     BlockCopy copy;
     s->n_computed = pool_.adopt(&s->blocks, m, tokens, &copy);
+    unhold();
     PONDER_CHECK(s->n_computed == n_match);
     if (copy.n_slots > 0) plan.copies.push_back(copy);
     if (s->n_cached < 0) s->n_cached = std::min(s->n_computed, s->n_prompt);

@@ -41,6 +41,9 @@ struct Sequence {
   bool running = false;
   int32_t findable_end = INT32_MAX;  // positions past a context shift's kept start: never cached
   std::vector<int32_t> blocks;       // the block table
+  // While it waits: the blocks of its prefix read from the block tier so far (the reads spread
+  // over steps), held so that nothing evicts them before it is admitted.
+  std::vector<int32_t> tier_blocks;
   // Speculative decoding: guesses of the tokens after `tokens`, run as extra rows of its next
   // decode step and verified by the engine (runtime/draft_source.h). Empty: no guess.
   std::vector<int32_t> draft;
@@ -106,8 +109,10 @@ class Scheduler {
 
   // The rows of the next step: at most config.max_batch, of which at most prefill_budget are
   // prompt rows (decode rows always run). May preempt; never leaves a sequence without the blocks
-  // its rows need.
-  StepPlan schedule(int32_t prefill_budget);
+  // its rows need. Admission reads at most tier_reads blocks from the block tier: a sequence
+  // whose prefix the tier holds waits (later ones may pass it) until all of it is read, so that
+  // the reads of a long prefix spread over steps instead of stalling running streams.
+  StepPlan schedule(int32_t prefill_budget, int32_t tier_reads = INT32_MAX);
 
   // The step ran: records the computed positions in the pool. Returns the prefill-only sequences
   // that are now complete (removed; their blocks released and cached).

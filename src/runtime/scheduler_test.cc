@@ -9,6 +9,8 @@
 #include <numeric>
 #include <random>
 
+#include "runtime/fake_tier_for_test.h"
+
 namespace ponder {
 namespace {
 
@@ -35,7 +37,7 @@ struct Sim {
 
   // One step: (guess,) plan, "compute", sample for the rows that want logits, finish the done
   // ones; a sequence's guesses are kept while they are what it samples.
-  StepPlan step(int32_t budget) {
+  StepPlan step(int32_t budget, int32_t tier_reads = INT32_MAX) {
     if (draft_rng != nullptr) {
       for (Sequence* s : sched.decoding_sequences()) {
         std::vector<int32_t> t = s->tokens;
@@ -48,7 +50,7 @@ struct Sim {
         }
       }
     }
-    StepPlan plan = sched.schedule(budget);
+    StepPlan plan = sched.schedule(budget, tier_reads);
     for (const StepChunk& c : plan.chunks) {
       EXPECT_LE(static_cast<size_t>((c.end + kKvBlockSize - 1) / kKvBlockSize),
                 c.seq->blocks.size());
@@ -364,6 +366,53 @@ TEST(SchedulerTest, ContextShiftKeepsTheStartAndDropsHalfTheRest) {
   // the moved, re-rotated part is not: the old tokens are found up to the end of the dropped part.
   EXPECT_EQ(sim.sched.pool().find_prefix(tokens, static_cast<int32_t>(tokens.size())).n_tokens(),
             cs.n_kept + cs.n_dropped);
+}
+
+// A prefix on the block tier (the disk) is read a few blocks a step while a stream decodes: the
+// stream keeps its row every step, the new sequence waits until its whole prefix is read, then
+// computes only the rest and generates what it would alone; one removed while it waits for its
+// reads gives back every block.
+TEST(SchedulerTest, TierReadsSpreadOverStepsWhileStreamsDecode) {
+  for (const bool cancel : {false, true}) {
+    Sim sim(32);
+    FakeTier tier;
+    sim.sched.set_block_tier(&tier);
+    const uint64_t first = sim.add(prompt_of(83, 1), 5);
+    sim.run(512);
+    ASSERT_EQ(tier.held.size(), 5u);  // 88 positions: 5 full blocks
+    sim.sched.pool().clear_cache();   // as after a restart
+    std::vector<int32_t> turn2 = prompt_of(83, 1);
+    turn2.insert(turn2.end(), sim.finished[first].begin(), sim.finished[first].end());
+    for (int32_t i = 0; i < 10; ++i) turn2.push_back(7000 + i);
+
+    const uint64_t stream = sim.add(prompt_of(20, 2), 30);
+    sim.step(512);
+    ASSERT_TRUE(sim.sched.find(stream)->decoding());
+    const uint64_t next = sim.add(turn2, 6);
+    for (size_t reads : {2u, 4u}) {
+      const StepPlan plan = sim.step(512, 2);
+      EXPECT_EQ(plan.n_decode, 1) << "the stream decodes beside the reads";
+      EXPECT_EQ(tier.reads.size(), reads);
+      EXPECT_FALSE(sim.sched.find(next)->running) << "it waits for the rest of its prefix";
+    }
+    if (cancel) {
+      EXPECT_TRUE(sim.sched.remove(next));
+      sim.run(512);
+      EXPECT_EQ(tier.reads.size(), 4u);
+      sim.expect_clean();
+      continue;
+    }
+    const StepPlan plan = sim.step(512, 2);
+    EXPECT_EQ(tier.reads.size(), 5u);
+    ASSERT_EQ(plan.chunks.size(), 2u);
+    EXPECT_EQ(plan.chunks[1].seq->id, next);
+    EXPECT_EQ(plan.chunks[1].begin, 5 * kKvBlockSize) << "the prefix from the tier";
+    EXPECT_EQ(sim.sched.find(next)->n_cached, 5 * kKvBlockSize);
+    sim.run(512);
+    EXPECT_EQ(sim.finished[next], alone(turn2, 6));
+    EXPECT_EQ(sim.finished[stream], alone(prompt_of(20, 2), 30));
+    sim.expect_clean();
+  }
 }
 
 }  // namespace

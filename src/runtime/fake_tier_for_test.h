@@ -1,0 +1,39 @@
+// Tests only: a block tier in memory (runtime/kv_pool.h's BlockTier) that records its reads.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "runtime/kv_pool.h"
+
+namespace ponder {
+
+// A tier in memory: the blocks it was given, and which pool block each read filled.
+class FakeTier : public BlockTier {
+ public:
+  bool contains(uint64_t hash, std::span<const int32_t> tokens) override {
+    const auto it = held.find(hash);
+    return it != held.end() && std::equal(tokens.begin(), tokens.end(), it->second.begin());
+  }
+  bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) override {
+    if (fail_reads || !contains(hash, tokens)) return false;
+    reads.push_back(block);
+    return true;
+  }
+  void write(std::span<const TierBlock> blocks) override {
+    for (const TierBlock& b : blocks) {
+      EXPECT_FALSE(held.contains(b.hash)) << "the pool hands only blocks the tier lacks";
+      held[b.hash] = std::vector<int32_t>(b.tokens.begin(), b.tokens.end());
+    }
+  }
+  std::map<uint64_t, std::vector<int32_t>> held;
+  std::vector<int32_t> reads;
+  bool fail_reads = false;
+};
+
+}  // namespace ponder
