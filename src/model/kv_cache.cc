@@ -1,7 +1,5 @@
 #include "model/kv_cache.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -12,10 +10,6 @@
 #include "quant/quantize.h"
 
 namespace ponder {
-
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}
 
 const char* kv_type_name(KvType t) {
   return t == KvType::kQ8_0 ? "q8_0" : t == KvType::kBF16 ? "bf16" : "f16";
@@ -38,17 +32,11 @@ int64_t kv_row_bytes(KvType t, int64_t head_dim) {
   return ggml_row_bytes(ggml_type_of(t), head_dim);
 }
 
-void KvCache::Free::operator()(uint8_t* p) const { std::free(p); }
-
-std::unique_ptr<uint8_t[], KvCache::Free> KvCache::allocate(size_t n) {
-  const size_t bytes = std::max<size_t>((n + kHugePage - 1) / kHugePage * kHugePage, kHugePage);
-  void* p = std::aligned_alloc(kHugePage, bytes);
+HugePages KvCache::allocate(size_t n) {
+  HugePages p = alloc_huge_pages(n);  // fewer TLB misses over a long context
   if (p == nullptr) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fewer TLB misses over a long context
-#endif
-  std::memset(p, 0, bytes);
-  return std::unique_ptr<uint8_t[], Free>(static_cast<uint8_t*>(p));
+  std::memset(p.get(), 0, n);
+  return p;
 }
 
 KvCache::KvCache(int64_t n_layer, int64_t n_head_kv, int64_t head_dim, int64_t n_blocks,

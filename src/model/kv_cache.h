@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/huge_pages.h"
 #include "base/status.h"
 
 namespace ponder {
@@ -88,21 +89,18 @@ class KvCache {
   void load_v(int64_t layer, int64_t block, int64_t head, int64_t slot, float* out) const;
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
   size_t index(int64_t layer, int64_t block, int64_t head, int64_t slot) const {
     return static_cast<size_t>(((layer * n_head_kv_ + head) * n_blocks_ + block) * block_size_ +
                                slot);
   }
-  static std::unique_ptr<uint8_t[], Free> allocate(size_t bytes);
+  static HugePages allocate(size_t bytes);
 
   int64_t n_layer_, n_head_kv_, head_dim_, n_blocks_, block_size_;
   KvType k_type_, v_type_;
   int64_t k_row_, v_row_;  // bytes per row
   size_t n_rows_;
-  std::unique_ptr<uint8_t[], Free> k_;  // [n_layer, n_head_kv, n_blocks, block_size] rows
-  std::unique_ptr<uint8_t[], Free> v_;  // same
+  HugePages k_;  // [n_layer, n_head_kv, n_blocks, block_size] rows
+  HugePages v_;  // same
 };
 
 }  // namespace ponder

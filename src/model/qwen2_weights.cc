@@ -1,7 +1,6 @@
 #include "model/qwen2_weights.h"
 
 #include <fmt/core.h>
-#include <sys/mman.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -141,12 +140,10 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
   result.layout = layout.hex();
   // One region in 2 MiB pages where the kernel gives them: fewer page faults while copying and
   // fewer TLB misses while streaming the weights every token.
-  constexpr int64_t kHuge = int64_t{2} << 20;
-  const int64_t region_bytes = (total + kHuge - 1) / kHuge * kHuge;
-  uint8_t* region =
-      static_cast<uint8_t*>(std::aligned_alloc(kHuge, static_cast<size_t>(region_bytes)));
-  if (region == nullptr) return result;  // out of memory: the ggml-layout kernels it is
-  madvise(region, static_cast<size_t>(region_bytes), MADV_HUGEPAGE);
+  const int64_t region_bytes = (total + kHugePage - 1) / kHugePage * kHugePage;
+  HugePages pages = alloc_huge_pages(static_cast<size_t>(region_bytes));
+  if (pages == nullptr) return result;  // out of memory: the ggml-layout kernels it is
+  uint8_t* region = pages.get();
   // With several NUMA nodes, the pages are spread over all of them before the copy touches them
   // (cpu/numa_memory.h): decode streams every weight each token, from every node's controller.
   const CpuTopology& topo = cpu_topology();
@@ -154,7 +151,7 @@ Qwen2Weights::X16Result Qwen2Weights::make_x16_copies(ThreadPool& pool, bool rel
       !interleave_pages(region, static_cast<size_t>(region_bytes), topo.numa_node_ids)) {
     log_warn("could not interleave the x16 weights over {} NUMA nodes", topo.n_numa_nodes);
   }
-  x16_storage_.emplace_back(region);
+  x16_storage_.push_back(std::move(pages));
   result.bytes = total;
   result.region = region;
   const bool use_cache = !cache.dir.empty() && !fingerprint.empty() && total >= cache.min_bytes;

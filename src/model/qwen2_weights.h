@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
@@ -59,10 +60,7 @@ struct Qwen2Weights {
                             const X16CacheOptions& cache = {}, const std::string& fingerprint = "");
 
  private:
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> x16_storage_;
+  std::vector<HugePages> x16_storage_;
 };
 
 }  // namespace ponder

@@ -269,8 +269,15 @@ void KvDisk::write(std::span<const TierBlock> blocks) {
   const Timer timer;
   job.bytes = static_cast<int64_t>(todo.size()) * block_bytes_;
   if (job.data == nullptr) {
-    job.data.reset(new uint8_t[static_cast<size_t>(job.bytes)]);
+    job.data = alloc_huge_pages(static_cast<size_t>(job.bytes));
     job.capacity = job.bytes;
+    if (job.data == nullptr) {  // out of memory: not written (a later turn's write may be)
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const TierBlock* b : todo) pending_.erase(b->hash);
+      queued_bytes_ -= job.bytes;
+      stats_.blocks_dropped += static_cast<int64_t>(todo.size());
+      return;
+    }
   }
   for (size_t i = 0; i < todo.size(); ++i) {
     gather(*todo[i], job.data.get() + i * static_cast<size_t>(block_bytes_));
