@@ -205,16 +205,21 @@ TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
   expect_ok(pool);
 }
 
+// As after a restart: the tier holds the full blocks of tokens, the pool nothing.
+void written_then_forgotten(KvPool& pool, FakeTier& tier, const std::vector<int32_t>& tokens) {
+  auto table = computed(pool, tokens);
+  pool.save_to(tier, table);
+  pool.release(&table);
+  pool.clear_cache();
+}
+
 TEST(KvPoolTest, ATierReadNeverEvictsThePrefixItExtends) {
   FakeTier tier;
   KvPool pool(4);
   const auto tokens = iota_tokens(4 * kKvBlockSize);
-  auto table = computed(pool, tokens);
-  pool.save_to(tier, table);
-  pool.release(&table);
+  written_then_forgotten(pool, tier, tokens);
   // The pool keeps the first block only; the tier has all four; the pool has room for three more
   // once it evicts what it caches, but never the first block.
-  pool.clear_cache();
   {
     const std::vector<int32_t> first(tokens.begin(), tokens.begin() + kKvBlockSize);
     auto t = computed(pool, first);
@@ -240,10 +245,7 @@ TEST(KvPoolTest, TierReadsGoOnFromWhereALimitedCallStopped) {
   FakeTier tier;
   KvPool pool(6);
   const auto tokens = iota_tokens(5 * kKvBlockSize + 2);
-  auto table = computed(pool, tokens);
-  pool.save_to(tier, table);
-  pool.release(&table);
-  pool.clear_cache();
+  written_then_forgotten(pool, tier, tokens);
   std::vector<int32_t> hold;
   KvPool::TierLoad load = pool.load_from(tier, tokens, 1000, 2, &hold);
   EXPECT_EQ(load.n_read, 2);
