@@ -258,7 +258,6 @@ KvPool::TierLoad KvPool::load_from(BlockTier& tier, std::span<const int32_t> tok
   std::vector<int32_t> held;  // the prefix so far: referenced, so that no take_block evicts it
   uint64_t h = kRootHash;
   TierLoad load;
-  int32_t& n_read = load.n_read;
   for (int32_t pos = 0; pos + kKvBlockSize <= max_tokens; pos += kKvBlockSize) {
     const auto block_tokens = tokens.subspan(static_cast<size_t>(pos), kKvBlockSize);
     const uint64_t next = chain(h, block_tokens);
@@ -270,7 +269,7 @@ KvPool::TierLoad KvPool::load_from(BlockTier& tier, std::span<const int32_t> tok
       acquire(b);
     } else {
       if (!tier.contains(next, block_tokens)) break;
-      if (n_read >= max_reads) {
+      if (load.n_read >= max_reads) {
         load.more = true;
         break;
       }
@@ -290,7 +289,7 @@ KvPool::TierLoad KvPool::load_from(BlockTier& tier, std::span<const int32_t> tok
       blk.in_children = true;
       full_.emplace(next, b);
       blk.registered = true;
-      ++n_read;
+      ++load.n_read;
     }
     held.push_back(b);
     h = next;

@@ -188,14 +188,14 @@ StepPlan Scheduler::schedule(int32_t prefill_budget, int32_t tier_reads) {
           *tier_, tokens, static_cast<int32_t>(tokens.size()) - 1, tier_reads, &hold);
       tier_reads -= load.n_read;
       pool_.release(&s->tier_blocks);
-      s->tier_blocks = std::move(hold);
       if (load.more) {
+        s->tier_blocks = std::move(hold);
         ++it;
         continue;
       }
+      // All read: cached now, found and adopted below before anything could evict them.
+      pool_.release(&hold);
     }
-    // Whatever happens now, the prefix need not be held any more: adopted, or left cached.
-    const auto unhold = [&] { pool_.release(&s->tier_blocks); };
     const PrefixMatch m = pool_.find_prefix(tokens, static_cast<int32_t>(tokens.size()) - 1);
     int32_t held = 0;  // matched blocks that now count as available and will not be
     for (int32_t b : m.blocks) held += pool_.ref_count(b) == 0;
@@ -204,13 +204,9 @@ StepPlan Scheduler::schedule(int32_t prefill_budget, int32_t tier_reads) {
     const int32_t n_match = m.n_tokens();
     int32_t n = std::min(static_cast<int32_t>(tokens.size()) - n_match, prefill_left);
     n = std::min(n, (static_cast<int32_t>(m.blocks.size()) + available) * kKvBlockSize - n_match);
-    if (n <= 0) {  // no room until running sequences finish
-      unhold();
-      break;
-    }
+    if (n <= 0) break;  // no room until running sequences finish
     BlockCopy copy;
     s->n_computed = pool_.adopt(&s->blocks, m, tokens, &copy);
-    unhold();
     PONDER_CHECK(s->n_computed == n_match);
     if (copy.n_slots > 0) plan.copies.push_back(copy);
     if (s->n_cached < 0) s->n_cached = std::min(s->n_computed, s->n_prompt);
