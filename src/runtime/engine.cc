@@ -128,6 +128,12 @@ Engine::Engine(Qwen2Model& model, const text::Tokenizer& tokenizer, EngineConfig
   if (!config_.kv_disk.dir.empty()) {
     kv_disk_ = std::make_unique<KvDisk>(config_.kv_disk, numerics_key(), cache_);
     scheduler_.set_block_tier(kv_disk_.get());
+    // The blocks it copies come back to the pool on the engine thread, woken for it when idle.
+    kv_disk_->set_on_copied([this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      tier_copied_ = true;
+      cv_.notify_one();
+    });
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -147,6 +153,7 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   thread_.join();
+  if (kv_disk_ != nullptr) kv_disk_->set_on_copied(nullptr);  // mu_ and cv_ go before it
 }
 
 Expected<uint64_t> Engine::submit(EngineRequest req) {
@@ -637,13 +644,15 @@ void Engine::loop() {
     std::vector<uint64_t> end_thinking;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty();  // gauges already updated
+      idle_ = scheduler_.idle() && inbox_.empty() && cancels_.empty() &&
+              scheduler_.pool().n_tier_held() == 0;  // gauges already updated
       if (idle_) idle_cv_.notify_all();
       cv_.wait(lock, [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() || !end_thinking_.empty() ||
-               !scheduler_.idle();
+               !scheduler_.idle() || tier_copied_;
       });
       if (stop_) break;
+      tier_copied_ = false;
       inbox.swap(inbox_);
       cancels.swap(cancels_);
       end_thinking.swap(end_thinking_);
@@ -656,7 +665,11 @@ void Engine::loop() {
     for (uint64_t r : cancels) {
       for (uint64_t s : scheduler_.sequences_of(r)) finish(s, "cancelled");
     }
-    if (!scheduler_.idle()) step(pool, batch_pool.get());
+    if (!scheduler_.idle()) {
+      step(pool, batch_pool.get());
+    } else {
+      scheduler_.take_back_tier_blocks();  // a step does it first thing
+    }
     {
       // Recounted before the gauges go out: once they say 0 waiting, submit() agrees.
       std::lock_guard<std::mutex> lock(mu_);

@@ -138,7 +138,8 @@ class Engine {
   uint64_t next_request_ = 1;
   int32_t n_waiting_ = 0;  // requests the scheduler holds that have not started
   bool stop_ = false;
-  bool idle_ = true;  // the engine thread has nothing to do and its gauges are up to date
+  bool idle_ = true;          // the engine thread has nothing to do and its gauges are up to date
+  bool tier_copied_ = false;  // the disk tier copied blocks the pool holds for it
   MetricsRecorder recorder_;
 
   // Engine thread only.

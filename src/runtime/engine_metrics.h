@@ -76,7 +76,7 @@ struct KvDiskStats {
   int64_t files = 0;
   int64_t bytes = 0;
   double read_s = 0;  // time spent reading blocks back (read, checksum, copy into the cache)
-  double copy_s = 0;  // engine-thread time spent copying blocks out for the writer
+  double copy_s = 0;  // the writer thread's time copying blocks out of the cache
   void add(const KvDiskStats& o) {
     blocks_read += o.blocks_read;
     blocks_written += o.blocks_written;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/kv_pool.h"
@@ -25,15 +26,32 @@ class FakeTier : public BlockTier {
     reads.push_back(block);
     return true;
   }
-  void write(std::span<const TierBlock> blocks) override {
+  std::vector<int32_t> write(std::span<const TierBlock> blocks) override {
     for (const TierBlock& b : blocks) {
       EXPECT_FALSE(held.contains(b.hash)) << "the pool hands only blocks the tier lacks";
       held[b.hash] = std::vector<int32_t>(b.tokens.begin(), b.tokens.end());
     }
+    if (!defer_copies) return {};  // taken at once
+    for (const TierBlock& b : blocks) uncopied.push_back(b.block);
+    return uncopied;
+  }
+  std::vector<int32_t> copied() override { return std::exchange(done, {}); }
+  void wait_copied() override {
+    ++waits;
+    finish_copies();
+  }
+  void finish_copies() {
+    done.insert(done.end(), uncopied.begin(), uncopied.end());
+    uncopied.clear();
   }
   std::map<uint64_t, std::vector<int32_t>> held;
   std::vector<int32_t> reads;
   bool fail_reads = false;
+  // With defer_copies, write() keeps the blocks' ids (uncopied) as a tier copying later does, and
+  // finish_copies() (or wait_copied) moves them to done, for copied().
+  bool defer_copies = false;
+  std::vector<int32_t> uncopied, done;
+  int waits = 0;
 };
 
 }  // namespace ponder

@@ -217,14 +217,14 @@ bool KvDisk::read(uint64_t hash, std::span<const int32_t> tokens, int32_t block)
   return true;
 }
 
-void KvDisk::gather(const TierBlock& b, uint8_t* dst) const {
+void KvDisk::gather(int32_t block, uint8_t* dst) const {
   const int64_t k_bytes = cache_.block_size() * cache_.k_row_bytes();
   const int64_t v_bytes = cache_.block_size() * cache_.v_row_bytes();
   for (int64_t l = 0; l < cache_.n_layer(); ++l) {
     for (int64_t h = 0; h < cache_.n_head_kv(); ++h) {
-      std::memcpy(dst, cache_.k_row(l, b.block, h, 0), static_cast<size_t>(k_bytes));
+      std::memcpy(dst, cache_.k_row(l, block, h, 0), static_cast<size_t>(k_bytes));
       dst += k_bytes;
-      std::memcpy(dst, cache_.v_row(l, b.block, h, 0), static_cast<size_t>(v_bytes));
+      std::memcpy(dst, cache_.v_row(l, block, h, 0), static_cast<size_t>(v_bytes));
       dst += v_bytes;
     }
   }
@@ -243,55 +243,79 @@ void KvDisk::scatter(const uint8_t* src, int32_t block) {
   }
 }
 
-void KvDisk::write(std::span<const TierBlock> blocks) {
-  std::vector<const TierBlock*> todo;
+std::vector<int32_t> KvDisk::write(std::span<const TierBlock> blocks) {
   Job job;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return;
+    if (stop_) return {};
     for (const TierBlock& b : blocks) {
       if (index_.contains(b.hash) || pending_.contains(b.hash)) continue;
       if (queued_bytes_ + block_bytes_ > opts_.max_queued_bytes) {
         stats_.blocks_dropped++;  // in position order: the prefix goes first
         continue;
       }
-      todo.push_back(&b);
       pending_.insert(b.hash);
       queued_bytes_ += block_bytes_;
+      job.blocks.push_back(b.block);
+      job.hashes.push_back(b.hash);
+      Slot s;
+      std::copy(b.tokens.begin(), b.tokens.end(), s.tokens.begin());
+      job.slots.push_back(s);
     }
-    if (todo.empty()) return;
-    if (spare_capacity_ >= static_cast<int64_t>(todo.size()) * block_bytes_) {
-      job.data = std::move(spare_);
-      job.capacity = std::exchange(spare_capacity_, 0);
-    }
+    if (job.blocks.empty()) return {};
+    job.bytes = static_cast<int64_t>(job.blocks.size()) * block_bytes_;
+    std::vector<int32_t> held = job.blocks;
+    queue_.push_back(std::move(job));
+    cv_.notify_one();
+    return held;  // the writer copies them; copied() hands them back
   }
-  // The copy (engine thread: the pool may reuse the blocks after this); the rest in the writer.
+}
+
+std::vector<int32_t> KvDisk::copied() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(copied_, {});
+}
+
+void KvDisk::set_on_copied(std::function<void()> f) {
+  std::lock_guard<std::mutex> lock(on_copied_mu_);
+  on_copied_ = std::move(f);
+}
+
+void KvDisk::wait_copied() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !copying_; });
+}
+
+bool KvDisk::copy_out(Job* job) {
   const Timer timer;
-  job.bytes = static_cast<int64_t>(todo.size()) * block_bytes_;
-  if (job.data == nullptr) {
-    job.data = alloc_huge_pages(static_cast<size_t>(job.bytes));
-    job.capacity = job.bytes;
-    if (job.data == nullptr) {  // out of memory: not written (a later turn's write may be)
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const TierBlock* b : todo) pending_.erase(b->hash);
-      queued_bytes_ -= job.bytes;
-      stats_.blocks_dropped += static_cast<int64_t>(todo.size());
-      return;
-    }
+  if (spare_capacity_ >= job->bytes) {
+    job->data = std::move(spare_);
+    job->capacity = std::exchange(spare_capacity_, 0);
+  } else {
+    job->data = alloc_huge_pages(static_cast<size_t>(job->bytes));
+    job->capacity = job->bytes;
   }
-  for (size_t i = 0; i < todo.size(); ++i) {
-    gather(*todo[i], job.data.get() + i * static_cast<size_t>(block_bytes_));
-    job.hashes.push_back(todo[i]->hash);
-    Slot s;
-    std::copy(todo[i]->tokens.begin(), todo[i]->tokens.end(), s.tokens.begin());
-    job.slots.push_back(s);
+  if (job->data != nullptr) {
+    for (size_t i = 0; i < job->blocks.size(); ++i) {
+      gather(job->blocks[i], job->data.get() + i * static_cast<size_t>(block_bytes_));
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(job));
+    copied_.insert(copied_.end(), job->blocks.begin(), job->blocks.end());
+    copying_ = false;
     stats_.copy_s += timer.seconds();
+    if (job->data == nullptr) {  // out of memory: not written (a later turn's write may be)
+      for (uint64_t hash : job->hashes) pending_.erase(hash);
+      queued_bytes_ -= job->bytes;
+      stats_.blocks_dropped += static_cast<int64_t>(job->blocks.size());
+      writing_ = false;
+    }
   }
-  cv_.notify_one();
+  idle_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(on_copied_mu_);
+  if (on_copied_) on_copied_();
+  return job->data != nullptr;
 }
 
 void KvDisk::writer_loop() {
@@ -304,7 +328,9 @@ void KvDisk::writer_loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
       writing_ = true;
+      copying_ = true;
     }
+    if (!copy_out(&job)) continue;
     const int64_t n = static_cast<int64_t>(job.hashes.size());
     const int64_t head_bytes = header_bytes_for(n);
     std::vector<uint8_t> head(static_cast<size_t>(head_bytes), 0);
@@ -347,10 +373,6 @@ void KvDisk::writer_loop() {
       std::lock_guard<std::mutex> lock(mu_);
       for (uint64_t hash : job.hashes) pending_.erase(hash);
       queued_bytes_ -= job.bytes;
-      if (job.capacity > spare_capacity_) {
-        spare_ = std::move(job.data);
-        spare_capacity_ = job.capacity;
-      }
       if (written) {
         const int32_t id = next_file_++;
         FileInfo info{name, {}, need, head_bytes};
@@ -372,6 +394,10 @@ void KvDisk::writer_loop() {
         write_failing_ = true;
       }
       writing_ = false;
+    }
+    if (job.capacity > spare_capacity_) {  // the writer's own: no lock
+      spare_ = std::move(job.data);
+      spare_capacity_ = job.capacity;
     }
     if (log_failure) {
       log_warn(

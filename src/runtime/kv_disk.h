@@ -9,9 +9,9 @@
 // Files: one per write (the new full blocks of one sequence), "<hash>-<pid>-<n>.kvb": a header
 // (magic, version, key hash, geometry, the blocks' chain hashes, tokens and checksums, its own
 // checksum) padded to 4 KiB, then each block's K and V rows, layer by layer and head by head.
-// Crash-safe like the response cache: written by a writer thread (the engine thread only copies
-// the blocks' bytes), to a temporary name renamed when complete; a temporary left by a dead
-// process, a torn or foreign file, or a block whose checksum differs is removed when found and
+// Crash-safe like the response cache: copied and written by a writer thread (the pool keeps the
+// blocks referenced until copied), to a temporary name renamed when complete; a temporary left by a
+// dead process, a torn or foreign file, or a block whose checksum differs is removed when found and
 // its blocks computed, never used. A full disk or a read-only directory costs a log line, never a
 // request. Bounded: before a write, the least recently used files of the whole directory (every
 // key's; a read refreshes a file's time) are removed until the new one fits max_bytes.
@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -58,8 +59,13 @@ class KvDisk final : public BlockTier {
 
   bool contains(uint64_t hash, std::span<const int32_t> tokens) override;
   bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) override;
-  void write(std::span<const TierBlock> blocks) override;
+  std::vector<int32_t> write(std::span<const TierBlock> blocks) override;
+  std::vector<int32_t> copied() override;
+  void wait_copied() override;
 
+  // Called by the writer thread after each copy (so the engine may take the blocks back while
+  // idle); nullptr: none. When this returns, no earlier callback is running.
+  void set_on_copied(std::function<void()> f);
   void flush();  // waits until every queued write is on disk (or failed)
   KvDiskStats stats() const;
   const std::string& dir() const { return dir_; }  // this key's subdirectory
@@ -83,6 +89,7 @@ class KvDisk final : public BlockTier {
     HugePages data;             // the blocks' rows (not zeroed first: all are copied)
     int64_t capacity = 0;       // of data
     int64_t bytes = 0;
+    std::vector<int32_t> blocks;  // the pool blocks to copy, held by the pool until copied
     std::vector<uint64_t> hashes;
     std::vector<Slot> slots;  // file unset
   };
@@ -92,7 +99,9 @@ class KvDisk final : public BlockTier {
   void drop_file_locked(int32_t file);  // forgets a file and its blocks (mu_ held)
   void writer_loop();
   void make_room(int64_t need);  // removes least recently used files of the whole directory
-  void gather(const TierBlock& b, uint8_t* dst) const;
+  // Writer thread: the job's blocks into its buffer (false: out of memory, the job dropped).
+  bool copy_out(Job* job);
+  void gather(int32_t block, uint8_t* dst) const;
   void scatter(const uint8_t* src, int32_t block);
 
   KvDiskOptions opts_;
@@ -109,12 +118,11 @@ class KvDisk final : public BlockTier {
   std::unordered_set<uint64_t> pending_;  // hashes queued for writing
   std::deque<Job> queue_;
   int64_t queued_bytes_ = 0;
-  // The largest copy buffer written so far, kept for the next copy that fits it: a fresh buffer's
-  // first-touch page faults were most of the engine thread's copy (70.5 ms for a 4,000-token turn
-  // of the 1.5B, 114 MB, at 1.6 GB/s; 592 ms on a VM whose faults are slow, hence huge pages).
-  HugePages spare_;
-  int64_t spare_capacity_ = 0;
+  std::vector<int32_t> copied_;  // blocks copied out, for copied()
+  std::mutex on_copied_mu_;      // held while on_copied_ runs or changes (before mu_, never in it)
+  std::function<void()> on_copied_;
   bool writing_ = false;
+  bool copying_ = false;  // the writer is copying the job it took
   bool stop_ = false;
   bool write_failing_ = false;  // the last write failed (logged once until one succeeds)
   int32_t next_file_ = 1;
@@ -125,6 +133,12 @@ class KvDisk final : public BlockTier {
   int32_t read_file_ = 0;
   int read_fd_ = -1;
   std::vector<uint8_t> scratch_;
+
+  // Writer thread only: the largest copy buffer written so far, kept for the next copy that fits
+  // it (a fresh buffer's first-touch page faults cost more than the copy: 70.5 ms for a
+  // 4,000-token turn of the 1.5B, 114 MB; 592 ms on a VM whose faults are slow, hence huge pages).
+  HugePages spare_;
+  int64_t spare_capacity_ = 0;
 
   std::thread writer_;
 };

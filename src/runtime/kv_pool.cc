@@ -302,14 +302,28 @@ KvPool::TierLoad KvPool::load_from(BlockTier& tier, std::span<const int32_t> tok
   return load;
 }
 
-void KvPool::save_to(BlockTier& tier, std::span<const int32_t> table) const {
+void KvPool::save_to(BlockTier& tier, std::span<const int32_t> table) {
   std::vector<TierBlock> out;
   for (int32_t id : table) {
     const Block& b = blocks_[static_cast<size_t>(id)];
     if (b.n_filled != kKvBlockSize || b.is_private) break;
     if (!tier.contains(b.hash, b.tokens)) out.push_back({b.hash, id, b.tokens});
   }
-  if (!out.empty()) tier.write(out);
+  if (out.empty()) return;
+  for (int32_t id : tier.write(out)) {
+    acquire(id);
+    ++n_tier_held_;
+  }
+}
+
+int32_t KvPool::take_back(BlockTier& tier, bool wait) {
+  if (n_tier_held_ == 0) return 0;
+  if (wait) tier.wait_copied();
+  const std::vector<int32_t> back = tier.copied();
+  for (int32_t id : back) drop_ref(id);
+  n_tier_held_ -= static_cast<int32_t>(back.size());
+  PONDER_CHECK(n_tier_held_ >= 0);
+  return static_cast<int32_t>(back.size());
 }
 
 void KvPool::clear_cache() {

@@ -63,8 +63,14 @@ class BlockTier {
   virtual bool contains(uint64_t hash, std::span<const int32_t> tokens) = 0;
   // Fills pool block `block`'s K/V with that block; false when it cannot (it is computed then).
   virtual bool read(uint64_t hash, std::span<const int32_t> tokens, int32_t block) = 0;
-  // Keeps these full blocks; their K/V are taken before it returns (the pool may reuse them).
-  virtual void write(std::span<const TierBlock> blocks) = 0;
+  // Keeps these full blocks. Returns the pool blocks among them whose K/V it takes later, off the
+  // engine thread: the pool keeps each referenced (so unchanged: a full block is never written)
+  // until copied() hands it back. Empty when all were taken before it returned.
+  virtual std::vector<int32_t> write(std::span<const TierBlock> blocks) = 0;
+  // The blocks write() returned whose K/V have been taken since the last call.
+  virtual std::vector<int32_t> copied() { return {}; }
+  // Waits until every block write() returned has been taken.
+  virtual void wait_copied() {}
 };
 
 class KvPool {
@@ -128,8 +134,13 @@ class KvPool {
   TierLoad load_from(BlockTier& tier, std::span<const int32_t> tokens, int32_t max_tokens,
                      int32_t max_reads = INT32_MAX, std::vector<int32_t>* hold = nullptr);
   // Hands the tier the table's full, findable blocks (from the first, up to the first that is not)
-  // that it does not hold yet.
-  void save_to(BlockTier& tier, std::span<const int32_t> table) const;
+  // that it does not hold yet; those it copies later stay referenced until take_back.
+  void save_to(BlockTier& tier, std::span<const int32_t> table);
+  // Drops the references of the blocks the tier has copied since (with wait: of all it holds, once
+  // it has copied them). Returns how many came back.
+  int32_t take_back(BlockTier& tier, bool wait);
+  // Blocks referenced for the tier until it copies them.
+  int32_t n_tier_held() const { return n_tier_held_; }
 
   // Forgets every cached block (they become free); used blocks are kept.
   void clear_cache();
@@ -160,6 +171,7 @@ class KvPool {
   std::list<int32_t> lru_;     // unused blocks with tokens, least recently released first
   std::unordered_map<uint64_t, int32_t> full_;           // chain hash -> full block
   std::unordered_multimap<uint64_t, int32_t> children_;  // parent hash -> blocks with tokens
+  int32_t n_tier_held_ = 0;
 };
 
 }  // namespace ponder

@@ -205,6 +205,40 @@ TEST(KvPoolTest, ATierKeepsFullBlocksAndExtendsAPrefixWithThem) {
   expect_ok(pool);
 }
 
+TEST(KvPoolTest, BlocksATierCopiesLaterStayReferencedUntilTakenBack) {
+  FakeTier tier;
+  tier.defer_copies = true;
+  KvPool pool(4);
+  const auto tokens = iota_tokens(2 * kKvBlockSize + 3);
+  auto table = computed(pool, tokens);
+  const std::vector<int32_t> full(table.begin(), table.begin() + 2);
+  pool.save_to(tier, table);
+  EXPECT_EQ(tier.uncopied, full);
+  EXPECT_EQ(pool.n_tier_held(), 2);
+  pool.release(&table);
+  expect_ok(pool);
+  // Still referenced for the tier: neither cached (so never evicted) nor free; the partial
+  // last block is cached as usual.
+  for (int32_t b : full) EXPECT_EQ(pool.ref_count(b), 1);
+  EXPECT_EQ(pool.n_cached(), 1);
+  EXPECT_EQ(pool.n_available(), 2);
+  EXPECT_EQ(pool.take_back(tier, /*wait=*/false), 0) << "not copied yet";
+  tier.finish_copies();
+  EXPECT_EQ(pool.take_back(tier, /*wait=*/false), 2);
+  EXPECT_EQ(pool.n_tier_held(), 0);
+  EXPECT_EQ(pool.n_cached(), 3) << "cached once back: the next turn finds them in RAM";
+  EXPECT_EQ(pool.n_available(), 4);
+  EXPECT_EQ(pool.find_prefix(tokens, 1000).n_tokens(), 2 * kKvBlockSize + 3);
+  expect_ok(pool);
+  // With wait, the tier is asked to finish first.
+  table = computed(pool, iota_tokens(kKvBlockSize, 1000));
+  pool.save_to(tier, table);
+  pool.release(&table);
+  EXPECT_EQ(pool.take_back(tier, /*wait=*/true), 1);
+  EXPECT_EQ(tier.waits, 1);
+  expect_ok(pool);
+}
+
 // As after a restart: the tier holds the full blocks of tokens, the pool nothing.
 void written_then_forgotten(KvPool& pool, FakeTier& tier, const std::vector<int32_t>& tokens) {
   auto table = computed(pool, tokens);

@@ -108,6 +108,9 @@ void Scheduler::preempt(Sequence* s, StepPlan* plan) {
 
 bool Scheduler::grow(Sequence* s, int32_t n, bool may_preempt, StepPlan* plan) {
   while (!pool_.allocate(&s->blocks, s->n_computed + n)) {
+    // Blocks the tier is still copying come back in moments: waited for before anyone is
+    // preempted.
+    if (tier_ != nullptr && pool_.take_back(*tier_, /*wait=*/true) > 0) continue;
     if (!may_preempt) return false;
     Sequence* victim = newest_running();
     PONDER_CHECK(victim != nullptr);
@@ -118,6 +121,7 @@ bool Scheduler::grow(Sequence* s, int32_t n, bool may_preempt, StepPlan* plan) {
 }
 
 StepPlan Scheduler::schedule(int32_t prefill_budget, int32_t tier_reads) {
+  take_back_tier_blocks();
   StepPlan plan;
   int32_t rows_left = config_.max_batch;
   auto add_chunk = [&](Sequence* s, int32_t n) {

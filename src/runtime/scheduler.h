@@ -96,6 +96,10 @@ class Scheduler {
   // A second tier of blocks under the pool (the disk; null: none): admission extends a prefix
   // with its blocks, and the full blocks of a removed sequence are handed to it.
   void set_block_tier(BlockTier* tier) { tier_ = tier; }
+  // Takes back the blocks the tier has copied since (schedule() does it first thing).
+  void take_back_tier_blocks() {
+    if (tier_ != nullptr) pool_.take_back(*tier_, /*wait=*/false);
+  }
   const KvPool& pool() const { return pool_; }
   int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }

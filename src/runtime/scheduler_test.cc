@@ -324,6 +324,37 @@ TEST(SchedulerTest, GuessesKeptOrRolledBackLoseNoBlock) {
   EXPECT_LT(sim.n_kept, sim.n_draft_rows);
 }
 
+TEST(SchedulerTest, BlocksTheTierStillCopiesAreWaitedForNotPreemptedFor) {
+  Sim sim(8);
+  FakeTier tier;
+  tier.defer_copies = true;
+  sim.sched.set_block_tier(&tier);
+  const uint64_t first = sim.add(prompt_of(83, 1), 5);
+  sim.run(512);
+  ASSERT_EQ(tier.uncopied.size(), 5u);  // its 5 full blocks, referenced until copied
+  EXPECT_EQ(sim.sched.pool().n_available(), 3);
+  // Three blocks for a 40-token prompt; its fourth block, mid-decode, needs the copied ones.
+  const uint64_t next = sim.add(prompt_of(40, 2), 20);
+  sim.step(512);
+  EXPECT_EQ(tier.waits, 0);
+  EXPECT_EQ(sim.sched.pool().n_tier_held(), 5) << "not copied yet: still held";
+  uint64_t preempted = 0;
+  for (int i = 0; i < 30 && !sim.sched.idle(); ++i) {
+    const StepPlan plan = sim.step(512);
+    preempted += plan.preempted.size();
+  }
+  EXPECT_TRUE(sim.sched.idle());
+  EXPECT_EQ(tier.waits, 1) << "waited once, when the pool ran out";
+  EXPECT_EQ(preempted, 0u);
+  EXPECT_EQ(sim.finished[next], alone(prompt_of(40, 2), 20));
+  EXPECT_EQ(sim.finished[first], alone(prompt_of(83, 1), 5));
+  // Its own blocks are held in turn; back at the next step, once copied.
+  tier.finish_copies();
+  sim.sched.schedule(512);
+  EXPECT_EQ(sim.sched.pool().n_tier_held(), 0);
+  sim.expect_clean();
+}
+
 }  // namespace
 }  // namespace ponder
 

@@ -200,7 +200,7 @@ void metrics(ServerContext& ctx, Responder& r) {
          "Time spent reading KV blocks back from disk (read, checksum, copy into the cache).",
          d.read_s);
   metric("ponder_kv_disk_copy_seconds_total", "counter",
-         "Engine-thread time spent copying finished requests' KV blocks out for the disk writer.",
+         "Time the disk writer spent copying finished requests' KV blocks out of the cache.",
          d.copy_s);
   metric("ponder_kv_disk_blocks_written_total", "counter",
          "KV blocks written to the prefix cache on disk.", static_cast<double>(d.blocks_written));
