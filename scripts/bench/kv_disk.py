@@ -104,14 +104,24 @@ def main():
         # Server A, with the disk tier: the first turn, its blocks written, kill -9. The directory
         # then holds the first turn only; a copy of it serves the page-cache-dropped run.
         port = free_port()
-        p = start(ponder, a.model, kv, port, a.threads, ctx)
+        p = start(ponder, a.model, kv, port, a.threads, ctx + 1024)
+        # A stream decodes beside the first turn: its gap across the turn's end shows what handing
+        # the turn's blocks to the writer costs the engine thread.
+        streamer = Streamer(port, 600)
+        streamer.start()
+        wait_until(lambda: len(streamer.times) >= 8, 120, "the stream's first tokens")
         t_cold1, n1, _, c1 = first_token(port, [{"role": "user", "content": user1}])
+        t_end1 = time.perf_counter()
+        wait_until(lambda: streamer.times[-1] > t_end1 + 1.0, 120, "the stream's tokens after the turn")
+        end_gap = next((b - a for a, b in zip(streamer.times, streamer.times[1:]) if a <= t_end1 <= b), None)
+        end_median = streamer.median_gap()
         turn2 = [{"role": "user", "content": user1}, {"role": "assistant", "content": c1["message"]["content"] or "ok"},
                  {"role": "user", "content": "And which number came first?"}]
         written = settled_kv_disk_writes(port, timeout=60)
         disk_bytes = metric(port, "ponder_kv_disk_bytes")
         copy_s = metric(port, "ponder_kv_disk_copy_seconds_total")
         p.send_signal(signal.SIGKILL)
+        streamer.join(60)
         p.wait()
         kv_copy = kv + "-copy"
         shutil.copytree(kv, kv_copy)
@@ -178,8 +188,11 @@ def main():
         read_mb = blocks_read * block_bytes / 1e6
         print(f"blocks read back: {blocks_read:.0f} ({read_mb:.0f} MB) in {read_s:.3f} s: {read_mb / 1e3 / read_s:.2f} GB/s "
               f"from the page cache (read, checksum, copy into the KV cache)")
-        print(f"the engine thread's copy of the first turn's blocks for the writer: {copy_s * 1e3:.1f} ms "
+        print(f"the writer's copy of the first turn's blocks (off the engine thread): {copy_s * 1e3:.1f} ms "
               f"({disk_bytes / 1e6:.0f} MB)")
+        if end_gap is not None:
+            print(f"a stream beside the first turn: its gap across the turn's end {end_gap * 1e3:.0f} ms, "
+                  f"its median gap {end_median * 1e3:.0f} ms")
         print(f"(first turn cold: {t_cold1:.3f} s for {n1} tokens)")
         if beside is not None and beside[0] is not None:
             print(f"a stream beside the read (page cache dropped): longest gap between two tokens "

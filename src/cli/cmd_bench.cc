@@ -265,6 +265,13 @@ int run_bench_cmd(int argc, char** argv) {
     if (t < 1) return fail("bench", fmt::format("thread count {} is not positive", t));
   }
 
+  // The roofline first, in a child process: on memory no model has fragmented yet, and its
+  // buffer outside this process's peak RSS.
+  double bandwidth = 0;
+  if (!no_bandwidth && sweep == 0 && !spec.any() && concurrent.empty()) {
+    bandwidth = measure_read_bandwidth_gbs_apart(*std::max_element(threads.begin(), threads.end()));
+  }
+
   auto session = ModelSession::open(model_path);
   if (!session.has_value()) return fail("bench", session.status().message());
   ModelSession& s = **session;
@@ -363,13 +370,7 @@ int run_bench_cmd(int argc, char** argv) {
     }
   }
 
-  // Peak RSS of the model runs, read before the bandwidth test allocates its buffer.
   const size_t peak_rss = peak_rss_bytes();
-  double bandwidth = 0;
-  if (!no_bandwidth) {
-    ThreadPool pool(*std::max_element(threads.begin(), threads.end()));
-    bandwidth = measure_read_bandwidth_gbs(pool);
-  }
 
   const std::string model_name = std::filesystem::path(model_path).filename().string();
   if (output == "json") {
