@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -103,19 +102,16 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int reps) {
 }
 
 double measure_read_bandwidth_gbs_apart(int n_threads) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
+  auto here = [n_threads] {
     ThreadPool pool(n_threads);
     return measure_read_bandwidth_gbs(pool);
-  }
+  };
+  int fds[2];
+  if (::pipe(fds) != 0) return here();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    double gbs = 0;
-    {
-      ThreadPool pool(n_threads);
-      gbs = measure_read_bandwidth_gbs(pool);
-    }
+    const double gbs = here();
     const ssize_t n = ::write(fds[1], &gbs, sizeof gbs);
     ::_exit(n == sizeof gbs ? 0 : 1);
   }
@@ -124,9 +120,7 @@ double measure_read_bandwidth_gbs_apart(int n_threads) {
   const bool ok = pid > 0 && ::read(fds[0], &gbs, sizeof gbs) == sizeof gbs;
   ::close(fds[0]);
   if (pid > 0) ::waitpid(pid, nullptr, 0);
-  if (ok) return gbs;
-  ThreadPool pool(n_threads);
-  return measure_read_bandwidth_gbs(pool);
+  return ok ? gbs : here();
 }
 
 size_t peak_rss_bytes() {

@@ -32,8 +32,10 @@ class FakeTier : public BlockTier {
       held[b.hash] = std::vector<int32_t>(b.tokens.begin(), b.tokens.end());
     }
     if (!defer_copies) return {};  // taken at once
-    for (const TierBlock& b : blocks) uncopied.push_back(b.block);
-    return uncopied;
+    std::vector<int32_t> later;    // this call's blocks only: the pool references each once
+    for (const TierBlock& b : blocks) later.push_back(b.block);
+    uncopied.insert(uncopied.end(), later.begin(), later.end());
+    return later;
   }
   std::vector<int32_t> copied() override { return std::exchange(done, {}); }
   void wait_copied() override {
