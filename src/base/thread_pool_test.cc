@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,44 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
     }
   }
+}
+
+// Pieces shrink with what is left (guided): the thread that stalls in the first piece holds only
+// that piece, the other takes all the rest, and the last pieces are one chunk (grain) each.
+TEST(ThreadPoolTest, ParallelForPiecesShrinkAroundAStalledThread) {
+  ThreadPool pool(2);
+  const int64_t n = 1001, grain = 16, n_chunks = (n + grain - 1) / grain;
+  struct Piece {
+    int64_t begin, end;
+    std::thread::id thread;
+  };
+  std::mutex mu;
+  std::vector<Piece> pieces;  // in the order taken
+  pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      first = pieces.empty();
+      pieces.push_back({b, e, std::this_thread::get_id()});
+    }
+    if (first) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  });
+  ASSERT_GE(pieces.size(), 2u);
+  const Piece stalled = pieces.front();
+  EXPECT_EQ(stalled.begin, 0);
+  EXPECT_LE(stalled.end, n_chunks / 4 * grain);  // a quarter of the chunks with 2 threads
+  for (size_t i = 1; i < pieces.size(); ++i) EXPECT_NE(pieces[i].thread, stalled.thread);
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+  int64_t at = 0;
+  for (const Piece& p : pieces) {
+    ASSERT_EQ(p.begin, at);  // every index once, in pieces of whole chunks
+    ASSERT_TRUE(p.end == n || (p.end - p.begin) % grain == 0);
+    at = p.end;
+  }
+  EXPECT_EQ(at, n);
+  EXPECT_EQ(pieces.back().end - pieces.back().begin, n - (n_chunks - 1) * grain);  // one chunk
+  EXPECT_EQ(pieces[pieces.size() - 2].end - pieces[pieces.size() - 2].begin, grain);
 }
 
 TEST(ThreadPoolTest, RunReachesEveryThreadRepeatedly) {
