@@ -40,6 +40,14 @@ class ReplayDraft : public DraftSource {
     }
   }
 
+  // The share of the first n positions guessed right: what the acceptance comes out as over a
+  // continuation of n tokens (positions are drawn once, so a short one misses the asked share).
+  double right_share(int64_t n) const {
+    int64_t right = 0;
+    for (int64_t i = 0; i < n; ++i) right += right_at(i) ? 1 : 0;
+    return n > 0 ? static_cast<double>(right) / static_cast<double>(n) : 0;
+  }
+
  private:
   bool right_at(int64_t i) const {  // a splitmix64 draw per position
     uint64_t z = seed_ + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;

@@ -83,9 +83,13 @@ Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tok
   Engine plain(model, tokenizer, base);
   PONDER_ASSIGN_OR_RETURN(Run warm, run_once(plain, prompt, n_gen));  // warm-up, and the output
   const std::vector<int32_t> expected = warm.tokens;
+  // Plain runs bracket every case (plain, case, plain, case, ..., plain): each ratio is over the
+  // mean of the plain runs just before and after it, so a host whose speed drifts over the
+  // minutes a repetition takes moves both sides alike.
   for (int rep = 0; rep < reps; ++rep) {
     PONDER_ASSIGN_OR_RETURN(Run p, run_once(plain, prompt, n_gen));
-    out.plain_tg_ts.push_back(tg_ts(p));
+    double before = tg_ts(p);
+    out.plain_tg_ts.push_back(before);
     for (SpecBenchRow& row : out.rows) {
       EngineConfig cfg = base;
       cfg.draft = row.c.make_draft(expected);
@@ -93,8 +97,11 @@ Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tok
       cfg.max_draft = row.c.max_draft;
       Engine engine(model, tokenizer, cfg);
       PONDER_ASSIGN_OR_RETURN(Run r, run_once(engine, prompt, n_gen));
+      PONDER_ASSIGN_OR_RETURN(Run after, run_once(plain, prompt, n_gen));
+      out.plain_tg_ts.push_back(tg_ts(after));
       row.tg_ts.push_back(tg_ts(r));
-      row.ratios.push_back(tg_ts(r) / out.plain_tg_ts.back());
+      row.ratios.push_back(tg_ts(r) / ((before + tg_ts(after)) / 2));
+      before = tg_ts(after);
       row.drafted += r.stats.n_drafted;
       row.kept += r.stats.n_draft_accepted;
       row.steps += engine.metrics().total.steps;

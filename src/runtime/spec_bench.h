@@ -27,13 +27,13 @@ struct SpecBenchCase {
 struct SpecBenchRow {
   SpecBenchCase c;
   std::vector<double> tg_ts;   // per repetition
-  std::vector<double> ratios;  // per repetition: t/s over the plain run's
+  std::vector<double> ratios;  // per repetition: t/s over the mean of the plain runs around it
   int64_t drafted = 0, kept = 0, steps = 0, tokens = 0;
   bool same_tokens = true;  // every run gave the plain run's tokens
 };
 
 struct SpecBench {
-  std::vector<double> plain_tg_ts;  // per repetition
+  std::vector<double> plain_tg_ts;  // every plain run (before and after each case)
   std::vector<SpecBenchRow> rows;
 };
 

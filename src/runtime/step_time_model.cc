@@ -8,14 +8,18 @@ void StepTimeModel::observe(int32_t n_decode, int32_t n_prompt, double seconds, 
   if (n_prompt == 0 && n_guess > 0) {
     if (n_decode <= 0 || decode_s_ < 0) return;  // no decode step to weigh the guesses against
     ++guess_steps_since_plain_;
-    const double per_guess = (seconds - decode_s_) / n_guess;
     // (Not judged against a prompt row's cost: a few rows beside the decode rows cost less.)
-    if (per_guess <= 0 || (guess_row_s_ > 0 && per_guess < 0.5 * guess_row_s_)) {
+    if (seconds < kStaleShare * decode_s_) {
       // The fixed part is stale (the first steps after a load are slow): only a plain step can
       // measure it again, since the guesses' part cannot be told from it in this step.
       fixed_stale_ = true;
       return;
     }
+    // Nearer than that, a guess step below the decode time is the host's noise, not staleness:
+    // on a big model a guess row adds ~5% to a step whose time drifts by 10-20% (the 14B on a
+    // shared Zen 5), and a plain step forced at each such step cut the drafts by half. The
+    // average takes it, at 0.
+    const double per_guess = std::max(seconds - decode_s_, 0.0) / n_guess;
     guess_row_s_ = guess_row_s_ < 0 ? per_guess : 0.8 * guess_row_s_ + 0.2 * per_guess;
     return;
   }

@@ -39,11 +39,14 @@ class StepTimeModel {
   double guess_row_s() const { return guess_row_s_; }
   // True when the next decode step should run without guesses: the decode step's own time is
   // what a guess row's cost is measured against, and a sequence that always drafts would leave
-  // it unmeasured (once every kPlainEvery guess steps, or at once when it looks stale).
+  // it unmeasured (once every kPlainEvery guess steps, or at once when a guess step took clearly
+  // less than it: kStaleShare).
   bool wants_plain_step() const {
     return decode_s_ >= 0 && (fixed_stale_ || guess_steps_since_plain_ >= kPlainEvery);
   }
   static constexpr int32_t kPlainEvery = 32;
+  // A guess step under this share of the decode step's time marks that time stale.
+  static constexpr double kStaleShare = 0.8;
 
  private:
   static constexpr double kRowMemory = 0.7;  // how much of the rows seen so far a step keeps
