@@ -60,12 +60,11 @@ int run_spec_cmd(ModelSession& s, const SpecBenchFlags& flags, int32_t n_prompt,
         "| guesses | right | draft length | tg (t/s) | x plain | kept / verified | tokens per "
         "step | same tokens |\n|---|---|---|---|---|---|---|---|\n");
   }
-  // "70% (73% of these 320)": the share asked for, and the one the positions generated drew.
-  auto replay_right = [&](double acceptance) {
-    const double drawn = ReplayDraft({}, n_prompt, acceptance, 1).right_share(n_gen);
-    return fmt::format("{:.0f}% ({:.0f}% of these {})", 100 * acceptance, 100 * drawn, n_gen);
-  };
   for (const SpecBenchRow& r : bench->rows) {
+    // The share of right guesses the generated positions drew (replay's are drawn once each).
+    const bool replay = r.c.source == "replay";
+    const double drawn =
+        replay ? ReplayDraft({}, n_prompt, r.c.acceptance, 1).right_share(n_gen) : 0.0;
     const std::string length = r.c.min_draft == r.c.max_draft
                                    ? std::to_string(r.c.max_draft)
                                    : fmt::format("adaptive {}..{}", r.c.min_draft, r.c.max_draft);
@@ -73,25 +72,24 @@ int run_spec_cmd(ModelSession& s, const SpecBenchFlags& flags, int32_t n_prompt,
     const double per_step = r.steps > 0 ? static_cast<double>(r.tokens) / r.steps : 0;
     if (output == "md") {
       fmt::print("| {} | {} | {} | {:.2f} | {:.2f}x | {:.0f}% of {} | {:.2f} | {} |\n", r.c.source,
-                 r.c.source == "replay" ? replay_right(r.c.acceptance) : "-", length,
-                 median(r.tg_ts), median(r.ratios), 100 * kept_share, r.drafted, per_step,
+                 replay ? fmt::format("{:.0f}% ({:.0f}% of these {})", 100 * r.c.acceptance,
+                                      100 * drawn, n_gen)
+                        : "-",
+                 length, median(r.tg_ts), median(r.ratios), 100 * kept_share, r.drafted, per_step,
                  r.same_tokens ? "yes" : "NO");
     } else {
-      out.push_back(
-          {{"source", r.c.source},
-           {"acceptance", r.c.acceptance},
-           {"acceptance_drawn",
-            r.c.source == "replay" ? ReplayDraft({}, n_prompt, r.c.acceptance, 1).right_share(n_gen)
-                                   : 0.0},
-           {"min_draft", r.c.min_draft},
-           {"max_draft", r.c.max_draft},
-           {"tg_ts", median(r.tg_ts)},
-           {"plain_tg_ts", plain},
-           {"ratio", median(r.ratios)},
-           {"drafted", r.drafted},
-           {"kept", r.kept},
-           {"tokens_per_step", per_step},
-           {"same_tokens", r.same_tokens}});
+      out.push_back({{"source", r.c.source},
+                     {"acceptance", r.c.acceptance},
+                     {"acceptance_drawn", drawn},
+                     {"min_draft", r.c.min_draft},
+                     {"max_draft", r.c.max_draft},
+                     {"tg_ts", median(r.tg_ts)},
+                     {"plain_tg_ts", plain},
+                     {"ratio", median(r.ratios)},
+                     {"drafted", r.drafted},
+                     {"kept", r.kept},
+                     {"tokens_per_step", per_step},
+                     {"same_tokens", r.same_tokens}});
     }
   }
   if (output == "json") fmt::print("{}\n", out.dump(2));

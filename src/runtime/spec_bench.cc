@@ -97,11 +97,12 @@ Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tok
       cfg.max_draft = row.c.max_draft;
       Engine engine(model, tokenizer, cfg);
       PONDER_ASSIGN_OR_RETURN(Run r, run_once(engine, prompt, n_gen));
-      PONDER_ASSIGN_OR_RETURN(Run after, run_once(plain, prompt, n_gen));
-      out.plain_tg_ts.push_back(tg_ts(after));
+      PONDER_ASSIGN_OR_RETURN(Run p_after, run_once(plain, prompt, n_gen));
+      const double after = tg_ts(p_after);
+      out.plain_tg_ts.push_back(after);
       row.tg_ts.push_back(tg_ts(r));
-      row.ratios.push_back(tg_ts(r) / ((before + tg_ts(after)) / 2));
-      before = tg_ts(after);
+      row.ratios.push_back(tg_ts(r) / ((before + after) / 2));
+      before = after;
       row.drafted += r.stats.n_drafted;
       row.kept += r.stats.n_draft_accepted;
       row.steps += engine.metrics().total.steps;
