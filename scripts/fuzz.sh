@@ -5,7 +5,8 @@
 # fuzz/corpus/<target>: a later run resumes from what earlier ones found, so hours add up across
 # sittings (`PONDER_FUZZ_DIR=~/ponder-fuzz scripts/fuzz.sh 3600`). A crash, a sanitizer report, a
 # leak, one allocation above 128 MiB or an RSS above 1 GiB is a finding: its input is kept in
-# <build>/findings/ and the script fails. Prints executions, coverage and corpus per target.
+# <build>/findings/ and the script fails. Prints executions, coverage and corpus per target. The
+# targets run one a core at a time ($PONDER_FUZZ_JOBS, default nproc), each for the whole budget.
 # $PONDER_FUZZ_BUILD: the build directory (default build-fuzz; scripts/test.sh passes its clang
 # ASan build, configured with PONDER_FUZZ=ON, which then only builds the targets).
 set -euo pipefail
@@ -23,11 +24,13 @@ if ! grep -qs '^PONDER_FUZZ:BOOL=ON' "$B/CMakeCache.txt"; then
 fi
 cmake --build "$B" -j"$(nproc)" --target "${TARGETS[@]}"
 mkdir -p "$B/findings"
-status=0
-printf '%-18s %10s %8s %8s %9s %s\n' target executions cov features corpus result
-for t in "${TARGETS[@]}"; do
+JOBS=${PONDER_FUZZ_JOBS:-$(nproc)}
+
+# fuzz_one TARGET: runs it for the budget and writes its table row to $B/TARGET.row ("FINDING" in
+# it for a finding, with the log's key lines after it).
+fuzz_one() {
+  local t=$1 log=$B/$1.log rc execs cov ft corpus unit result
   mkdir -p "$WORK/$t"
-  log=$B/$t.log
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
     "$B/fuzz/$t" "$WORK/$t" "fuzz/corpus/$t" -max_total_time="$BUDGET" -malloc_limit_mb=128 -rss_limit_mb=1024 \
@@ -48,8 +51,23 @@ for t in "${TARGETS[@]}"; do
       rc=0
     fi
   fi
-  if [ $rc -eq 0 ]; then result=ok; else result="FINDING (rc $rc, $log)"; status=1; fi
-  printf '%-18s %10s %8s %8s %9s %s\n' "$t" "$execs" "$cov" "$ft" "$corpus" "$result"
-  if [ $rc -ne 0 ]; then grep -E 'ERROR|SUMMARY|Test unit written|deadly|==[0-9]+==' "$log" | head -20; fi
+  if [ $rc -eq 0 ]; then result=ok; else result="FINDING (rc $rc, $log)"; fi
+  printf '%-18s %10s %8s %8s %9s %s\n' "$t" "$execs" "$cov" "$ft" "$corpus" "$result" > "$B/$t.row"
+  if [ $rc -ne 0 ]; then grep -E 'ERROR|SUMMARY|Test unit written|deadly|==[0-9]+==' "$log" | head -20 >> "$B/$t.row"; fi
+}
+
+# One target a core at a time (each keeps its whole budget), the rows printed in order after.
+for t in "${TARGETS[@]}"; do
+  rm -f "$B/$t.row"
+  fuzz_one "$t" &
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+done
+wait
+status=0
+printf '%-18s %10s %8s %8s %9s %s\n' target executions cov features corpus result
+for t in "${TARGETS[@]}"; do
+  if [ ! -f "$B/$t.row" ]; then echo "$t: no result (the script that runs it failed)"; status=1; continue; fi
+  cat "$B/$t.row"
+  if grep -q FINDING "$B/$t.row"; then status=1; fi
 done
 exit $status

@@ -81,7 +81,7 @@ if [ "${1:-}" != "--fast" ]; then
   # The per-type batch-invariance cases differ only in numbers: one type stands for the rest here.
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/runtime/engine_test --gtest_filter='EngineTest.*:AllTypes/EngineFormatTest.*/5:SpecDecodingTest.*:AllTypes/SpecDecodingTest.*/6:KvDiskTest.*:SomeTypes/KvDiskEngineTest.*/1'
   TSAN_OPTIONS=halt_on_error=1 build-tsan/src/server/server_test
-  stage "Fuzzing (libFuzzer, ASan + UBSan): 10 s per target (scripts/fuzz.sh SECONDS for long runs)"
+  stage "Fuzzing (libFuzzer, ASan + UBSan): 10 s per target, a target a core (scripts/fuzz.sh SECONDS for long runs)"
   PONDER_FUZZ_BUILD=build-asan-fuzz scripts/fuzz.sh 10
   if [ "$(uname -m)" = "x86_64" ]; then
     stage "ARM64 kernels (cross-compiled, run under qemu)"
