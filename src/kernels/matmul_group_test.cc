@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "quant/quantize.h"
 
@@ -55,6 +56,44 @@ TEST(MatmulGroupTest, EqualsSeparateMatmulsBitwise) {
       for (int k = 0; k < 3; ++k) {
         ASSERT_EQ(std::memcmp(alone[k].data(), grouped[k].data(), alone[k].size() * 4), 0)
             << "part " << k << " rows " << n_rows << " threads " << threads;
+      }
+    }
+  }
+}
+
+// A long prompt's rows go through the kernels in chunks (matmul.cc's kRowChunk): 300 rows (two
+// whole chunks and a part) give each row's result alone, bit for bit, in the ggml layout and in
+// the x16 copy, with one thread and two.
+TEST(MatmulGroupTest, ManyRowsEqualEachRowAloneBitwise) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int64_t n_in = 256, n_out = 48, n_rows = 300;
+  std::vector<float> x(static_cast<size_t>(n_rows * n_in));
+  for (float& v : x) v = g(rng);
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
+    const std::vector<uint8_t> q = random_weights(type, n_out, n_in, rng);
+    WeightView w{type, q.data(), n_in, n_out};
+    std::vector<uint8_t> x16_buf;
+    for (bool x16 : {false, true}) {
+      if (x16) {
+        if (!x16_supported(type, n_out, n_in)) continue;
+        x16_buf.resize(static_cast<size_t>(x16_bytes(w) + 64));
+        uint8_t* dst =
+            x16_buf.data() + (64 - reinterpret_cast<uintptr_t>(x16_buf.data()) % 64) % 64;
+        x16_interleave(w, 0, n_out / 16, dst);
+        w.x16 = dst;
+      }
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        std::vector<float> all(static_cast<size_t>(n_rows * n_out)),
+            one(static_cast<size_t>(n_out));
+        matmul(w, x.data(), n_rows, all.data(), pool);
+        for (int64_t r = 0; r < n_rows; ++r) {
+          matmul(w, x.data() + r * n_in, 1, one.data(), pool);
+          ASSERT_EQ(std::memcmp(one.data(), all.data() + r * n_out, n_out * sizeof(float)), 0)
+              << ggml_type_name(type) << (x16 ? " x16" : "") << " row " << r << " threads "
+              << threads;
+        }
       }
     }
   }
