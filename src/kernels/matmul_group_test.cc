@@ -4,8 +4,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/interleave.h"
 #include "kernels/matmul.h"
+#include "kernels/x16_test_support.h"
 #include "quant/quantize.h"
 
 namespace ponder {
@@ -73,15 +73,12 @@ TEST(MatmulGroupTest, ManyRowsEqualEachRowAloneBitwise) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
     const std::vector<uint8_t> q = random_weights(type, n_out, n_in, rng);
     WeightView w{type, q.data(), n_in, n_out};
-    std::vector<uint8_t> x16_buf;
+    AlignedBuffer x16_copy(0);
     for (bool x16 : {false, true}) {
       if (x16) {
         if (!x16_supported(type, n_out, n_in)) continue;
-        x16_buf.resize(static_cast<size_t>(x16_bytes(w) + 64));
-        uint8_t* dst =
-            x16_buf.data() + (64 - reinterpret_cast<uintptr_t>(x16_buf.data()) % 64) % 64;
-        x16_interleave(w, 0, n_out / 16, dst);
-        w.x16 = dst;
+        x16_copy = interleaved(w);
+        w.x16 = x16_copy.data();
       }
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);

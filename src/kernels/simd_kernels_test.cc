@@ -16,26 +16,13 @@
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/weight_prefetch.h"
+#include "kernels/x16_test_support.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
 
 namespace ponder {
 namespace {
-
-// A 64-byte aligned byte buffer.
-class AlignedBuffer {
- public:
-  explicit AlignedBuffer(int64_t n) : storage_(static_cast<size_t>(n) + 64) {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(storage_.data());
-    data_ = storage_.data() + ((64 - p % 64) % 64);
-  }
-  uint8_t* data() { return data_; }
-
- private:
-  std::vector<uint8_t> storage_;
-  uint8_t* data_;
-};
 
 struct Case {
   GgmlType type;
@@ -367,13 +354,6 @@ INSTANTIATE_TEST_SUITE_P(Bf16Kernels, Bf16KernelTest, testing::Values(Isa::kAvx2
 // Each x16 SIMD kernel (AVX2, AVX-VNNI, AVX-512, NEON) the CPU can run, whichever one active_isa()
 // would pick; the others skip (scripts/cross_arm64.sh runs the NEON ones under qemu).
 class X16KernelTest : public KernelCaseTest<find_x16_matmul_kernel> {};
-
-// The x16 copy of w, 64-byte aligned.
-AlignedBuffer interleaved(WeightView& w) {
-  AlignedBuffer buf(x16_bytes(w));
-  x16_interleave(w, 0, w.n_out / kX16Rows, buf.data());
-  return buf;
-}
 
 TEST_P(X16KernelTest, SimdOnInterleavedRowsEqualsScalarX16Order) {
   const GgmlType type = GetParam().type;
