@@ -47,14 +47,17 @@ int run_spec_cmd(ModelSession& s, const SpecBenchFlags& flags, int32_t n_prompt,
   base.max_running = 1;
   base.kv_positions = n_prompt + n_gen + 64;
   base.threads.n_threads = threads;
-  auto bench = run_spec_bench(*s.model, s.tokenizer, base, n_prompt, n_gen, cases, reps);
+  auto bench =
+      run_spec_bench(*s.model, s.tokenizer, base, n_prompt, n_gen, cases, reps, flags.temperature);
   if (!bench.has_value()) return fail("bench", bench.status().message());
   const double plain = median(bench->plain_tg_ts);
   nlohmann::json out = nlohmann::json::array();
   if (output == "md") {
-    fmt::print("model: {}, CPU: {} [{}], {} threads, prompt {} tokens, {} generated, {} reps\n\n",
-               s.file.path(), cpu_features().brand, isa_name(active_isa()), threads, n_prompt,
-               n_gen, reps);
+    fmt::print(
+        "model: {}, CPU: {} [{}], {} threads, prompt {} tokens, {} generated, {} reps, {}\n\n",
+        s.file.path(), cpu_features().brand, isa_name(active_isa()), threads, n_prompt, n_gen, reps,
+        flags.temperature > 0 ? fmt::format("seeded sampling at temperature {}", flags.temperature)
+                              : "greedy");
     fmt::print("plain decoding: tg {:.2f} t/s (median)\n\n", plain);
     fmt::print(
         "| guesses | right | draft length | tg (t/s) | x plain | kept / verified | tokens per "

@@ -16,6 +16,7 @@ struct SpecBenchFlags {
   std::vector<int32_t> lengths{2, 4, 8};  // fixed draft lengths (--draft-lengths), and adaptive
   std::string spec = "off";               // --spec ngram: also prompt lookup
   std::string draft_path;                 // --draft MODEL: also this draft model
+  float temperature = 0;                  // --spec-temperature: 0 greedy, else seeded sampling
   bool any() const { return !replay.empty() || spec != "off" || !draft_path.empty(); }
 };
 

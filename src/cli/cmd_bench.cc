@@ -253,6 +253,12 @@ int run_bench_cmd(int argc, char** argv) {
                  "speculative mode: also this draft model (same tokenizer) against plain");
   app.add_option("--spec", spec.spec, "speculative mode: also ngram (prompt lookup)")
       ->check(CLI::IsMember({"off", "ngram"}));
+  app.add_option("--spec-temperature", spec.temperature,
+                 "speculative mode: 0 (default) greedy; above 0 seeded sampling at this "
+                 "temperature from the whole vocabulary (no top-k/top-p/min-p), the same seed in "
+                 "every run: drafted runs must still give the plain run's tokens. On random "
+                 "weights, text that seldom repeats (what --spec ngram costs when it finds little)")
+      ->check(CLI::Range(0.0, 10.0));
   CLI11_PARSE(app, argc, argv);
   if (reps < 1) return fail("bench", "-r must be at least 1");
   if (threads.empty()) {

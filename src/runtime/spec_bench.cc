@@ -14,11 +14,16 @@ struct Run {
   GenerateStats stats;
 };
 
-Expected<Run> run_once(Engine& engine, const std::vector<int32_t>& prompt, int32_t n_gen) {
+Expected<Run> run_once(Engine& engine, const std::vector<int32_t>& prompt, int32_t n_gen,
+                       float temperature) {
   EngineRequest r;
   r.prompt = prompt;
   r.options.max_tokens = n_gen;
-  r.options.sampling.temperature = 0;
+  r.options.sampling.temperature = temperature;
+  r.options.sampling.top_k = 0;
+  r.options.sampling.top_p = 1.0f;
+  r.options.sampling.min_p = 0.0f;
+  r.options.sampling.seed = 1;
   r.options.stop_at_eog = false;
   std::mutex mu;
   std::condition_variable cv;
@@ -70,7 +75,8 @@ std::vector<SpecBenchCase> replay_cases(const std::vector<double>& acceptances,
 
 Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tokenizer,
                                    const EngineConfig& base, int32_t n_prompt, int32_t n_gen,
-                                   const std::vector<SpecBenchCase>& cases, int reps) {
+                                   const std::vector<SpecBenchCase>& cases, int reps,
+                                   float temperature) {
   if (n_prompt < 1 || n_gen < 2 || reps < 1)
     return Status::errorf("spec bench: --prompt {} and --gen {} (at least 2), -r {}", n_prompt,
                           n_gen, reps);
@@ -81,13 +87,15 @@ Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tok
   SpecBench out;
   for (const SpecBenchCase& c : cases) out.rows.push_back({c, {}, {}});
   Engine plain(model, tokenizer, base);
-  PONDER_ASSIGN_OR_RETURN(Run warm, run_once(plain, prompt, n_gen));  // warm-up, and the output
-  const std::vector<int32_t> expected = warm.tokens;
+  // A warm-up, and the output every run must give.
+  PONDER_ASSIGN_OR_RETURN(Run warm, run_once(plain, prompt, n_gen, temperature));
+  const std::vector<int32_t>& expected = warm.tokens;
+  out.plain_tokens = expected;
   // Plain runs bracket every case (plain, case, plain, case, ..., plain): each ratio is over the
   // mean of the plain runs just before and after it, so a host whose speed drifts over the
   // minutes a repetition takes moves both sides alike.
   for (int rep = 0; rep < reps; ++rep) {
-    PONDER_ASSIGN_OR_RETURN(Run p, run_once(plain, prompt, n_gen));
+    PONDER_ASSIGN_OR_RETURN(Run p, run_once(plain, prompt, n_gen, temperature));
     double before = tg_ts(p);
     out.plain_tg_ts.push_back(before);
     for (SpecBenchRow& row : out.rows) {
@@ -96,8 +104,8 @@ Expected<SpecBench> run_spec_bench(Qwen2Model& model, const text::Tokenizer& tok
       cfg.min_draft = row.c.min_draft;
       cfg.max_draft = row.c.max_draft;
       Engine engine(model, tokenizer, cfg);
-      PONDER_ASSIGN_OR_RETURN(Run r, run_once(engine, prompt, n_gen));
-      PONDER_ASSIGN_OR_RETURN(Run p_after, run_once(plain, prompt, n_gen));
+      PONDER_ASSIGN_OR_RETURN(Run r, run_once(engine, prompt, n_gen, temperature));
+      PONDER_ASSIGN_OR_RETURN(Run p_after, run_once(plain, prompt, n_gen, temperature));
       const double after = tg_ts(p_after);
       out.plain_tg_ts.push_back(after);
       row.tg_ts.push_back(tg_ts(r));

@@ -14,6 +14,7 @@
 #include "runtime/engine_test_support.h"
 #include "runtime/ngram_draft.h"
 #include "runtime/replay_draft.h"
+#include "runtime/spec_bench.h"
 
 namespace ponder {
 namespace {
@@ -170,6 +171,29 @@ TEST(NgramDraftTest, GuessesWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_TRUE(out.empty());
   ngram_guess(std::vector<int32_t>{5}, 1, 4, 8, &out);
   EXPECT_TRUE(out.empty());
+}
+
+// The benchmark's seeded sampling (`ponder bench --spec-temperature`): its text is not the greedy
+// one, and the runs with guesses still give the plain run's tokens, guesses kept included.
+TEST(SpecBenchTest, SeededSamplingRunsGiveThePlainTokens) {
+  auto f = load("Q8_0");
+  const int32_t n_vocab = static_cast<int32_t>(f->model->config().n_vocab);
+  std::vector<SpecBenchCase> cases = replay_cases({0.7}, {4}, 8, n_vocab);
+  SpecBenchCase ngram;
+  ngram.source = "ngram";
+  ngram.make_draft = [](const std::vector<int32_t>&) { return std::make_shared<NgramDraft>(); };
+  cases.push_back(ngram);
+  auto greedy = run_spec_bench(*f->model, f->tokenizer, config(256), 8, 32, cases, 1, 0.0f);
+  auto sampled = run_spec_bench(*f->model, f->tokenizer, config(256), 8, 32, cases, 1, 1.5f);
+  ASSERT_TRUE(greedy.has_value()) << greedy.status().message();
+  ASSERT_TRUE(sampled.has_value()) << sampled.status().message();
+  EXPECT_NE(greedy->plain_tokens, sampled->plain_tokens);
+  ASSERT_EQ(sampled->rows.size(), 3u);
+  for (const SpecBenchRow& r : sampled->rows) {
+    EXPECT_TRUE(r.same_tokens) << r.c.source << " " << r.c.max_draft;
+    EXPECT_EQ(r.tokens, 32) << r.c.source;
+  }
+  EXPECT_GT(sampled->rows[0].kept, 0);  // replay at 0.7, length 4: right guesses were kept
 }
 
 TEST(DraftLengthTest, FollowsAcceptanceDownToProbes) {
