@@ -5,7 +5,8 @@
 # Environment: PONDER (default build/ponder), PONDER_ISA (e.g. avx2), THREADS (2), PP (512),
 # TG (128), REPS (3 repetitions a run). Each peer runs twice a round: default and -rtr 1
 # (ik_llama.cpp's run-time repacking; a llama.cpp that lacks the flag is run once).
-# Prints one line a run; summarize with the medians it prints at the end.
+# Prints one line a run, then the medians and, round by round, Ponder over each peer's best
+# configuration (their median and minimum).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODEL=$1
@@ -55,4 +56,17 @@ for line in open(sys.argv[1]):
     runs[(tool, test)].append(float(tps))
 for (tool, test), v in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"{test:8s} {tool:28s} {statistics.median(v):8.2f} t/s  ({', '.join(f'{x:.2f}' for x in v)})")
+# Round by round, Ponder over each peer's best configuration of that round (default or -rtr 1):
+# on a shared host whose bandwidth swings within minutes, the ratio of runs seconds apart says
+# more than the ratio of medians.
+ponder = [t for t in runs if t[0].startswith("ponder")]
+peers = sorted({t[0].removesuffix("-rtr1") for t in runs if not t[0].startswith("ponder")})
+for tool, test in sorted(ponder, key=lambda t: t[1]):
+    for peer in peers:
+        best = [max(x) for x in zip(*[v for (t2, te), v in runs.items()
+                                      if te == test and t2.removesuffix("-rtr1") == peer])]
+        ratios = [p / b for p, b in zip(runs[(tool, test)], best)]
+        if ratios:
+            print(f"{test:8s} x {peer:26s} {statistics.median(ratios):7.2f}x median of rounds, "
+                  f"min {min(ratios):.2f}x  ({', '.join(f'{r:.2f}' for r in ratios)})")
 PY
