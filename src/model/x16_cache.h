@@ -27,7 +27,8 @@ struct X16CacheOptions {
   double min_free_share = 0.10;
 };
 
-// PONDER_X16_CACHE: "0" turns the cache off, another value is its directory; else
+// PONDER_X16_CACHE: "0" or "off" (the word --x16-cache takes) turns the cache off, another value
+// is its directory; else
 // $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16. PONDER_X16_CACHE_GIB: the bound.
 X16CacheOptions x16_cache_default();
 

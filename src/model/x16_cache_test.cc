@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -152,6 +153,23 @@ TEST_F(X16CacheTest, AReadMakesTheFileTheMostRecentlyUsed) {
   run(&from_cache);
   ASSERT_TRUE(from_cache);
   EXPECT_GT(fs::last_write_time(written), before);
+}
+
+// PONDER_X16_CACHE takes the word the flag takes: "off" is no cache, not a directory named off.
+TEST(X16CacheDefaultTest, OffAndZeroTurnTheCacheOffAnotherValueIsTheDirectory) {
+  const char* saved = std::getenv("PONDER_X16_CACHE");
+  const std::string kept = saved != nullptr ? saved : "";
+  for (const char* off : {"off", "0"}) {
+    setenv("PONDER_X16_CACHE", off, 1);
+    EXPECT_TRUE(x16_cache_default().dir.empty()) << off;
+  }
+  setenv("PONDER_X16_CACHE", "/tmp/somewhere", 1);
+  EXPECT_EQ(x16_cache_default().dir, "/tmp/somewhere");
+  if (saved != nullptr) {
+    setenv("PONDER_X16_CACHE", kept.c_str(), 1);
+  } else {
+    unsetenv("PONDER_X16_CACHE");
+  }
 }
 
 }  // namespace
