@@ -1,9 +1,9 @@
 // The speculative-decoding benchmark behind `ponder bench --spec-replay` / `--spec ngram`: one
 // request (a random prompt, greedy or seeded sampling, end of sequence ignored) decoded plainly
-// and with guesses,
-// in alternating repetitions, each configuration in an engine of its own. Every run with guesses
-// is checked to give the plain run's tokens (the exactness the engine promises), and the figures
-// are its generation speed (first to last token) against the plain run of the same repetition.
+// and with guesses, in alternating repetitions, each configuration in an engine of its own. Every
+// run with guesses is checked to give the plain run's tokens (the exactness the engine promises),
+// and the figures are its generation speed (first to last token) against the plain run of the
+// same repetition.
 // Depends on runtime/engine.h, runtime/replay_draft.h.
 #pragma once
 
