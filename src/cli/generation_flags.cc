@@ -114,7 +114,7 @@ Status KvTypeFlags::apply(Qwen2Model& model, bool flash_attn) const {
 
 X16CacheOptions GenerationFlags::x16_cache_options() const {
   X16CacheOptions o = x16_cache_default();
-  if (x16_cache == "off") {
+  if (x16_cache == kX16CacheOff) {
     o.dir.clear();
   } else if (!x16_cache.empty()) {
     o.dir = x16_cache;

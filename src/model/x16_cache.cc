@@ -49,7 +49,7 @@ X16CacheOptions x16_cache_default() {
     }
   }
   if (const char* env = std::getenv("PONDER_X16_CACHE"); env != nullptr && *env != '\0') {
-    if (const std::string v = env; v != "0" && v != "off") o.dir = v;
+    if (const std::string v = env; v != "0" && v != kX16CacheOff) o.dir = v;
     return o;
   }
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/thread_pool.h"
 
@@ -27,9 +28,11 @@ struct X16CacheOptions {
   double min_free_share = 0.10;
 };
 
-// PONDER_X16_CACHE: "0" or "off" (the word --x16-cache takes) turns the cache off, another value
-// is its directory; else
-// $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16. PONDER_X16_CACHE_GIB: the bound.
+// The word that turns the cache off, for --x16-cache and PONDER_X16_CACHE alike.
+inline constexpr std::string_view kX16CacheOff = "off";
+
+// PONDER_X16_CACHE: kX16CacheOff or "0" turns the cache off, another value is its directory;
+// else $XDG_CACHE_HOME/ponder/x16, else ~/.cache/ponder/x16. PONDER_X16_CACHE_GIB: the bound.
 X16CacheOptions x16_cache_default();
 
 // What a cache directory holds: its complete cache files and their bytes.
