@@ -41,10 +41,14 @@ KernelFn<&BlockAttentionKernels::attend_block_bf16kv_group> attend_block_bf16kv_
 KernelFn<&BlockAttentionKernels::convert_block_q8_0_i8> convert_block_q8_0_i8_avx512;
 KernelFn<&BlockAttentionKernels::attend_block_i8> attend_block_i8_avx512vnni;
 KernelFn<&BlockAttentionKernels::attend_block_q8_0_i8_group> attend_block_q8_0_i8_group_avx512vnni;
+KernelFn<&BlockAttentionKernels::convert_block_q8_0_v16> convert_block_q8_0_v16_avx512;
+KernelFn<&BlockAttentionKernels::attend_block_i8_v16> attend_block_i8_v16_avx512vnni;
 // x86/block_attention_avx2.cc compiled with -mavxvnni: the int8-scores kernels.
 KernelFn<&BlockAttentionKernels::convert_block_q8_0_i8> convert_block_q8_0_i8_avxvnni;
 KernelFn<&BlockAttentionKernels::attend_block_i8> attend_block_i8_avxvnni;
 KernelFn<&BlockAttentionKernels::attend_block_q8_0_i8_group> attend_block_q8_0_i8_group_avxvnni;
+KernelFn<&BlockAttentionKernels::convert_block_q8_0_v16> convert_block_q8_0_v16_avxvnni;
+KernelFn<&BlockAttentionKernels::attend_block_i8_v16> attend_block_i8_v16_avxvnni;
 #endif
 
 namespace {
@@ -220,24 +224,78 @@ void convert_block_q8_0_i8(const uint8_t* const* rows, int n, int64_t hd, K8Bloc
   }
 }
 
+// The int8 scores s[0, valid) of one query vector's Q8_0 blocks qh (header).
+void i8_scores(ConstK8Block k, const BlockQ8_0* qh, int valid, int64_t hd, float scale, float* s) {
+  const int64_t nb = hd / kQK;
+  for (int p = 0; p < valid; ++p) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t isum = 0;
+      for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i)
+        isum += (k.codes[i / 4 * 64 + 4 * p + i % 4] - 128) * qh[b].qs[i % kQK];
+      const float d = k.scales[b * kAttnBlock + p] * fp16_to_fp32(qh[b].d);
+      acc = std::fma(static_cast<float>(isum), d, acc);
+    }
+    s[p] = acc * scale;
+  }
+}
+
 void attend_block_i8(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q, int64_t hd,
                      float scale, SoftmaxState* st) {
-  const int64_t nb = hd / kQK;
   for (int h = 0; h < n_q; ++h) {
-    const BlockQ8_0* qh = q.q + h * nb;
     float s[kAttnBlock] = {};
-    for (int p = 0; p < valid; ++p) {
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        int32_t isum = 0;
-        for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i)
-          isum += (k.codes[i / 4 * 64 + 4 * p + i % 4] - 128) * qh[b].qs[i % kQK];
-        const float d = k.scales[b * kAttnBlock + p] * fp16_to_fp32(qh[b].d);
-        acc = std::fma(static_cast<float>(isum), d, acc);
-      }
-      s[p] = acc * scale;
-    }
+    i8_scores(k, q.q + h * (hd / kQK), valid, hd, scale, s);
     softmax_values(s, v, valid, hd, st[h]);
+  }
+}
+
+void convert_block_q8_0_v16(const uint8_t* const* rows, int n, int64_t hd, V16Block out) {
+  const int64_t nb = hd / kQK;
+  std::fill(out.pairs, out.pairs + kAttnBlock * hd, int16_t{0});
+  std::fill(out.scales, out.scales + nb * kAttnBlock, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows[p]);
+    for (int64_t i = 0; i < hd; ++i) out.pairs[v16_index(nb, p, i)] = blocks[i / kQK].qs[i % kQK];
+    for (int64_t b = 0; b < nb; ++b) out.scales[b * kAttnBlock + p] = fp16_to_fp32(blocks[b].d);
+  }
+}
+
+// cvtps2dq with the default rounding (to nearest even), then saturated to int16 as vpmovsdw.
+int32_t int16_of(float x) {
+  const int32_t i = x >= -2147483648.0f && x < 2147483648.0f
+                        ? static_cast<int32_t>(std::nearbyint(x))
+                        : INT32_MIN;
+  return std::clamp(i, -32768, 32767);
+}
+
+// The int16 V sums (header) of one query vector's weights e[16] into acc [hd].
+void add_values_i16(ConstV16Block v, const float* e, int64_t hd, float* acc) {
+  const int64_t nb = hd / kQK;
+  for (int64_t b = 0; b < nb; ++b) {
+    float u[kAttnBlock];
+    uint32_t top = 0;
+    for (int p = 0; p < kAttnBlock; ++p) {
+      u[p] = e[p] * v.scales[b * kAttnBlock + p];
+      top = std::max(top, std::bit_cast<uint32_t>(u[p]) & 0x7fffffffu);
+    }
+    const I16Scale s = i16_scale(top);
+    int32_t w[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) w[p] = int16_of(u[p] * s.up);
+    for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i) {
+      int32_t isum = 0;
+      for (int p = 0; p < kAttnBlock; ++p) isum += w[p] * v.pairs[v16_index(nb, p, i)];
+      acc[i] = std::fma(static_cast<float>(isum), s.down, acc[i]);
+    }
+  }
+}
+
+void attend_block_i8_v16(ConstK8Block k, ConstV16Block v, int valid, QueriesQ8 q, int n_q,
+                         int64_t hd, float scale, SoftmaxState* st) {
+  for (int h = 0; h < n_q; ++h) {
+    float s[kAttnBlock] = {}, e[kAttnBlock];
+    i8_scores(k, q.q + h * (hd / kQK), valid, hd, scale, s);
+    softmax_step(s, valid, hd, st[h], e);
+    add_values_i16(v, e, hd, st[h].acc);
   }
 }
 
@@ -270,7 +328,9 @@ const BlockAttentionKernels& block_attention_kernels_scalar() {
                                        .attend_block_bf16 = attend_block_bf16,
                                        .attend_block_bf16kv = attend_block_bf16kv,
                                        .convert_block_q8_0_i8 = convert_block_q8_0_i8,
-                                       .attend_block_i8 = attend_block_i8};
+                                       .attend_block_i8 = attend_block_i8,
+                                       .convert_block_q8_0_v16 = convert_block_q8_0_v16,
+                                       .attend_block_i8_v16 = attend_block_i8_v16};
   return k;
 }
 
@@ -281,7 +341,8 @@ namespace {
 constexpr auto kAlwaysBuilt = std::make_tuple(
     &BlockAttentionKernels::convert_block_bf16, &BlockAttentionKernels::convert_block_q8_0_bf16,
     &BlockAttentionKernels::attend_block_bf16, &BlockAttentionKernels::attend_block_bf16kv,
-    &BlockAttentionKernels::convert_block_q8_0_i8, &BlockAttentionKernels::attend_block_i8);
+    &BlockAttentionKernels::convert_block_q8_0_i8, &BlockAttentionKernels::attend_block_i8,
+    &BlockAttentionKernels::convert_block_q8_0_v16, &BlockAttentionKernels::attend_block_i8_v16);
 
 BlockAttentionKernels with_scalar_rest(BlockAttentionKernels t) {
   const BlockAttentionKernels& s = block_attention_kernels_scalar();
@@ -310,6 +371,8 @@ const BlockAttentionKernels* block_attention_kernels_avxvnni() {
     t.convert_block_q8_0_i8 = convert_block_q8_0_i8_avxvnni;
     t.attend_block_i8 = attend_block_i8_avxvnni;
     t.attend_block_q8_0_i8_group = attend_block_q8_0_i8_group_avxvnni;
+    t.convert_block_q8_0_v16 = convert_block_q8_0_v16_avxvnni;
+    t.attend_block_i8_v16 = attend_block_i8_v16_avxvnni;
     return t;
   }();
   return &k;
@@ -328,6 +391,8 @@ const BlockAttentionKernels* block_attention_kernels_avx512() {
       t.convert_block_q8_0_i8 = convert_block_q8_0_i8_avx512;
       t.attend_block_i8 = attend_block_i8_avx512vnni;
       t.attend_block_q8_0_i8_group = attend_block_q8_0_i8_group_avx512vnni;
+      t.convert_block_q8_0_v16 = convert_block_q8_0_v16_avx512;
+      t.attend_block_i8_v16 = attend_block_i8_v16_avx512vnni;
     }
     if (cpu_features().avx512bf16) {
       t.convert_block_bf16 = convert_block_bf16_avx512bf16;

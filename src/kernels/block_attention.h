@@ -43,14 +43,29 @@
 //   isum[p][b] = sum over i < 32 of kq[p][32b + i] * qq[32b + i]
 //   acc = +0; for each b in order: acc = fma(f32(isum[p][b]), f32(dk[p][b]) * f32(dq_b), acc)
 //   s[p] = acc * scale
-// then the softmax step and the f32 V sums as above (V as convert_block_q8_0 gives it). Its
-// kernels take K as convert_block_q8_0_i8 leaves a block (K8Block: the codes transposed so that
-// one 64-byte vector holds 4 dimensions of all 16 positions, each code + 128 as vpdpbusd's unsigned
-// operand; the query's codes are the signed one and -128 * sum(qq) of the block starts each sum).
+// then the softmax step as above. Its kernels take K as convert_block_q8_0_i8 leaves a block
+// (K8Block: the codes transposed so that one 64-byte vector holds 4 dimensions of all 16
+// positions, each code + 128 as vpdpbusd's unsigned operand; the query's codes are the signed one
+// and -128 * sum(qq) of the block starts each sum). With an f16 V cache the f32 V sums as above
+// (V as convert_block gives it); with a Q8_0 V cache (codes vq, scales dv) exact integer sums of
+// the V codes weighted by int16 weights (vpdpwssd), one per query vector and V block b (32
+// columns):
+//   u[p] = e[p] * f32(dv[p][b]) (0 for the rows p >= valid, whose e is 0)
+//   top = the largest bit pattern of |u[p]| over p < 16 (as uint32)
+//   up, down = i16_scale(top): powers of two that put the largest |u| in [2^14, 2^15)
+//   w[p] = int16 with saturation of cvtps2dq(u[p] * up) (round to nearest even)
+//   isum[i] = sum over p < 16 of w[p] * vq[p][i] for the columns i of block b (exact in int32)
+//   acc[i] = fma(f32(isum[i]), down, acc[i])   (after the correction of the softmax step)
+// The weights keep 15 bits next to their V block's largest (bf16: 8; one scale for all the V
+// blocks of a query moved top-1 rows of Q2_K-p1 past the kv-q8_0 rule), the products and sums
+// are exact. The
+// kernels take V as convert_block_q8_0_v16 leaves a block (V16Block: pairs of positions' codes
+// side by side as int16, vpdpwssd's operand; v16_index) or read its rows directly (decode).
 //
 // Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace ponder {
@@ -71,6 +86,39 @@ struct ConstK8Block {
   const uint8_t* codes;
   const float* scales;
 };
+// A block of Q8_0 V rows for the int16 V sums (header), hd a multiple of 32: each pair of
+// positions (2k, 2k + 1) as int16 pairs in the order of a byte interleave of the rows' 32 codes
+// of a V block followed by sign extension to words (v16_index), scales as K8Block's.
+//   pairs[v16_index(hd / 32, p, i)] = vq[p][i] (0 for the rows p >= n)
+//   scales[b * 16 + p] = f32(dv[p][b]) (+0 for the rows p >= n), b < hd / 32
+struct V16Block {
+  int16_t* pairs;  // [8][hd / 32][2][16][2]
+  float* scales;   // [hd / 32][16]
+};
+struct ConstV16Block {
+  const int16_t* pairs;
+  const float* scales;
+};
+// The int16 of position p (0..15), column i in a V16Block of nb V blocks: pair k = p / 2, block b
+// = i / 32, half t (the columns i % 32 in 8..15 and 24..31 are t = 1), word j of its 16 (the
+// columns 0..7 and 16..23 of the block in t = 0), p % 2 the low or high int16 of the word.
+inline int64_t v16_index(int64_t nb, int p, int64_t i) {
+  const int64_t r = i % 32, t = (r / 8) % 2, j = r % 8 + (r >= 16 ? 8 : 0);
+  return ((((p / 2) * nb + i / 32) * 2 + t) * 16 + j) * 2 + p % 2;
+}
+
+// The powers of two of the int16 weights (header) for the largest |u| bit pattern `top`: with
+// E = top's exponent field and Ec = max(E, 15) (a largest |u| below 2^-112 keeps fewer bits),
+// up = 2^(141 - Ec), down = 2^(Ec - 141), or NaN when E = 255 (an infinite or NaN weight).
+struct I16Scale {
+  float up, down;
+};
+inline I16Scale i16_scale(uint32_t top) {
+  const uint32_t e = top >> 23, ec = e < 15 ? 15 : e;
+  return {std::bit_cast<float>((268 - ec) << 23),
+          std::bit_cast<float>(e == 255 ? 0x7fc00000u : (ec - 14) << 23)};
+}
+
 // Query vectors for it: q [n_q][hd / 32] blocks (quantize_row of each vector) and qsum
 // [n_q][hd / 32] the sums of each block's 32 codes.
 struct QueriesQ8 {
@@ -178,9 +226,14 @@ struct BlockAttentionKernels {
   // reference where nothing faster is).
   void (*attend_block_i8)(ConstK8Block k, const float* v, int valid, QueriesQ8 q, int n_q,
                           int64_t hd, float scale, SoftmaxState* st) = nullptr;
-  // Decode's fused form: K converted in the kernel, V read straight from the Q8_0 rows
-  // (convert_block_q8_0's values); the bits of convert_block_q8_0_i8, convert_block_q8_0 of V
-  // and attend_block_i8. next as attend_block_f16_group's. nullptr where not built.
+  // The same with a Q8_0 V cache: V from a V16Block by the int16 V sums (always built).
+  void (*convert_block_q8_0_v16)(const uint8_t* const* rows, int n, int64_t hd,
+                                 V16Block out) = nullptr;
+  void (*attend_block_i8_v16)(ConstK8Block k, ConstV16Block v, int valid, QueriesQ8 q, int n_q,
+                              int64_t hd, float scale, SoftmaxState* st) = nullptr;
+  // Decode's fused form: K converted in the kernel, V read straight from the Q8_0 rows; the bits
+  // of convert_block_q8_0_i8, convert_block_q8_0_v16 and attend_block_i8_v16. next as
+  // attend_block_f16_group's. nullptr where not built.
   void (*attend_block_q8_0_i8_group)(const uint8_t* const* krows, const uint8_t* const* vrows,
                                      int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
                                      SoftmaxState* st, const BlockRows* next) = nullptr;

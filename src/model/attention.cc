@@ -112,6 +112,7 @@ struct Buffers {
   BlockQ8_0* qq = nullptr;
   int32_t* qsum = nullptr;
   K8Block k8 = {nullptr, nullptr};
+  V16Block v16 = {nullptr, nullptr};  // and with a Q8_0 V cache one block's V
 };
 
 struct BlockOrder {
@@ -301,8 +302,8 @@ struct BlockOrder {
   }
 
   // One block for the tile's query vectors with int8 scores: one row's query vectors (decode) read
-  // the Q8_0 rows through the fused kernel, else K is converted to a K8Block and V to f32 once
-  // for all the tile's rows (the same bits).
+  // the Q8_0 rows through the fused kernel, else K is converted to a K8Block and V to a V16Block
+  // (a Q8_0 V cache) or to f32 once for all the tile's rows (the same bits).
   void attend_block_i8(int64_t rb, int64_t nq, int64_t b0, int nb, const uint8_t* const* krows,
                        const uint8_t* const* vrows, const BlockRows* next, const Buffers& buf,
                        const ChunkStates& st) const {
@@ -318,10 +319,18 @@ struct BlockOrder {
       return;
     }
     kern.convert_block_q8_0_i8(krows, nb, hd, buf.k8);
+    const ConstK8Block k8{buf.k8.codes, buf.k8.scales};
+    if (in.cache.v_type() == KvType::kQ8_0) {
+      kern.convert_block_q8_0_v16(vrows, nb, hd, buf.v16);
+      for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
+        kern.attend_block_i8_v16(k8, ConstV16Block{buf.v16.pairs, buf.v16.scales}, valid,
+                                 queries(q0), n, hd, scale, s);
+      });
+      return;
+    }
     convert(in.cache.v_type(), vrows, nb, buf.vf);
     for_rows_seeing(rb, nq, b0, nb, st, [&](SoftmaxState* s, int64_t q0, int n, int valid) {
-      kern.attend_block_i8(ConstK8Block{buf.k8.codes, buf.k8.scales}, buf.vf, valid, queries(q0), n,
-                           hd, scale, s);
+      kern.attend_block_i8(k8, buf.vf, valid, queries(q0), n, hd, scale, s);
     });
   }
 
@@ -476,16 +485,20 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
     uint16_t* h = grown(t.halves, static_cast<size_t>(max_q * hdp32 + kAttnBlock * hdp32));
     Buffers buf{f, f + max_q * hdp,   f + max_q * hdp + kAttnBlock * hdp,
                 h, h + max_q * hdp32, f + max_q * hdp + 2 * kAttnBlock * hdp};
-    if (order.int8) {  // 64-byte aligned pieces: the K8Block's codes and scales, then the queries'
+    if (order.int8) {  // 64-byte aligned pieces: the K8Block's codes and scales, the V16Block's
+                       // pairs and scales, then the queries'
       const int64_t qblocks = max_q * (c.head_dim / kQK);
       const int64_t codes = c.head_dim * kAttnBlock, scales = c.head_dim / kQK * kAttnBlock * 4;
-      const int64_t sums = (qblocks * 4 + 63) / 64 * 64;
-      uint8_t* raw = grown(
-          t.bytes, static_cast<size_t>(64 + codes + scales + sums + qblocks * sizeof(BlockQ8_0)));
+      const int64_t pairs = 2 * codes, sums = (qblocks * 4 + 63) / 64 * 64;
+      uint8_t* raw = grown(t.bytes, static_cast<size_t>(64 + codes + scales + pairs + scales +
+                                                        sums + qblocks * sizeof(BlockQ8_0)));
       uint8_t* base = raw + (64 - reinterpret_cast<uintptr_t>(raw) % 64) % 64;
       buf.k8 = K8Block{base, reinterpret_cast<float*>(base + codes)};
-      buf.qsum = reinterpret_cast<int32_t*>(base + codes + scales);
-      buf.qq = reinterpret_cast<BlockQ8_0*>(base + codes + scales + sums);
+      uint8_t* v16 = base + codes + scales;
+      buf.v16 = V16Block{reinterpret_cast<int16_t*>(v16), reinterpret_cast<float*>(v16 + pairs)};
+      uint8_t* queries = v16 + pairs + scales;
+      buf.qsum = reinterpret_cast<int32_t*>(queries);
+      buf.qq = reinterpret_cast<BlockQ8_0*>(queries + sums);
     }
     return buf;
   };
@@ -527,12 +540,32 @@ void attention_flash(const AttentionInput& in, AttentionScratch& scratch, Thread
   auto slot = [&](int64_t chunk_index, int64_t kvh) {
     return states_at(partials + (chunk_index * c.n_head_kv + kvh) * state_floats);
   };
+  // Each (tile, KV head)'s queries prepared once for all its chunks' tasks (rounded per chunk,
+  // the int8 scores' quantize_row took 7% of decode at depth 16384).
+  const int64_t qblocks = max_q * (c.head_dim / kQK);
+  float* split_qf = grown(scratch.split_queries.floats, static_cast<size_t>(n_tasks * max_q * hdp));
+  uint16_t* split_qb =
+      grown(scratch.split_queries.halves, static_cast<size_t>(n_tasks * max_q * hdp32));
+  int32_t* split_qsum = grown(scratch.split_queries.sums, static_cast<size_t>(n_tasks * qblocks));
+  auto* split_qq = reinterpret_cast<BlockQ8_0*>(grown(
+      scratch.split_queries.bytes, static_cast<size_t>(n_tasks * qblocks) * sizeof(BlockQ8_0)));
+  auto with_split_queries = [&](Buffers buf, int64_t task) {
+    buf.qf = split_qf + task * max_q * hdp;
+    buf.qb = split_qb + task * max_q * hdp32;
+    if (order.int8) {
+      buf.qsum = split_qsum + task * qblocks;
+      buf.qq = split_qq + task * qblocks;
+    }
+    return buf;
+  };
+  for (int64_t task = 0; task < n_tasks; ++task) {
+    order.load_queries(task / c.n_head_kv, task % c.n_head_kv, with_split_queries({}, task));
+  }
   run_tasks(pool, n_chunks * c.n_head_kv, [&](int ti, int64_t task) {
     const int64_t chunk_index = task / c.n_head_kv, kvh = task % c.n_head_kv;
     const int64_t tile = std::upper_bound(chunk_begin.begin(), chunk_begin.end(), chunk_index) -
                          chunk_begin.begin() - 1;
-    const Buffers buf = thread_buffers(ti);
-    order.load_queries(tile, kvh, buf);
+    const Buffers buf = with_split_queries(thread_buffers(ti), tile * c.n_head_kv + kvh);
     order.attend_chunk(tile, kvh, chunk_index - chunk_begin[tile], buf, slot(chunk_index, kvh));
   });
   run_tasks(pool, n_tasks, [&](int, int64_t task) {

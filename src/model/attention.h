@@ -57,6 +57,14 @@ struct AttentionScratch {
   std::vector<int64_t>
       chunk_begin;              // flash order: first chunk of each tile, then the number of chunks
   std::vector<float> partials;  // flash order: the chunks' softmax states when split across tasks
+  // Flash order split across tasks: each (tile, KV head)'s queries, prepared once for its chunks
+  // (f32, bf16, and with int8 scores their Q8_0 blocks in bytes and the blocks' sums).
+  struct SplitQueries {
+    std::vector<float> floats;
+    std::vector<uint16_t> halves;
+    std::vector<int32_t> sums;
+    std::vector<uint8_t> bytes;
+  } split_queries;
 };
 
 void attention_flash(const AttentionInput& in, AttentionScratch& scratch, ThreadPool& pool);

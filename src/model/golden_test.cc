@@ -193,7 +193,9 @@ void check_exact_rule(const std::string& type, bool flash_attn, KvType kv = KvTy
         kv_type_name(kv), d.mean(), reference == Reference::kQ8_0Cache ? " q8_0 K/V" : "",
         ref.mean[p], bound, d.top1_rate(), ref.top1[p]);
     EXPECT_LE(d.mean(), bound) << name;
-    EXPECT_GE(d.top1_rate(), ref.top1[p] - 0.02) << name;
+    // The TSVs give llama.cpp's rate to five decimals (148/150 as 0.98667): half a unit of the
+    // last place of slack, so a rate exactly at the bound (145/150) is not failed by the rounding.
+    EXPECT_GE(d.top1_rate(), ref.top1[p] - 0.02 - 5e-6) << name;
   }
 }
 

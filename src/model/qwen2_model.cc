@@ -99,8 +99,9 @@ std::string Qwen2Model::numerics() const {
                      !flash_attn_                   ? "ggml"
                      : kv_type_k() == KvType::kBF16 ? "block-bf16kv"
                      : bf16_scores_in_use()         ? "block-bf16qk"
-                     : int8_scores_in_use()         ? "block-i8qk"
-                                                    : "block",
+                     : int8_scores_in_use()
+                         ? (kv_type_v() == KvType::kQ8_0 ? "block-i8qk-i16v" : "block-i8qk")
+                         : "block",
                      kv_type_name(kv_type_k()), kv_type_name(kv_type_v()));
 }
 

@@ -58,7 +58,7 @@ TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNati
     ASSERT_TRUE(l.model->set_kv_types(KvType::kF16, KvType::kF16).is_ok());
     EXPECT_EQ(l.model->numerics(), native ? "block-bf16qk f16/f16" : "block f16/f16") << type;
     ASSERT_TRUE(l.model->set_kv_types(KvType::kQ8_0, KvType::kQ8_0).is_ok());
-    EXPECT_EQ(l.model->numerics(), int8 ? "block-i8qk q8_0/q8_0" : "block q8_0/q8_0") << type;
+    EXPECT_EQ(l.model->numerics(), int8 ? "block-i8qk-i16v q8_0/q8_0" : "block q8_0/q8_0") << type;
     l.model->set_int8_scores(false);
     EXPECT_EQ(l.model->numerics(), "block q8_0/q8_0") << type;
     l.model->set_int8_scores(int8);

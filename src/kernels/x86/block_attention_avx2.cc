@@ -293,6 +293,19 @@ inline void transpose8x8_epi32(__m256i (&r)[8]) {
   }
 }
 
+// scales[b * 16 + p] = f32 of the 16 rows' block scales, b < hd / 32.
+inline void gather_scales(const uint8_t* const* rows, int64_t hd, float* scales) {
+  for (int64_t b = 0; b < hd / kQK; ++b) {
+    alignas(16) uint16_t d[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
+    for (int half = 0; half < 2; ++half) {
+      _mm256_store_ps(
+          scales + b * kAttnBlock + 8 * half,
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d + 8 * half))));
+    }
+  }
+}
+
 // convert_block_q8_0_i8 for 16 rows (the caller points the rows past n at zero blocks): per Q8_0
 // block and half of the positions, the 8 rows' codes + 128 transposed by groups of 4 bytes.
 inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out) {
@@ -311,14 +324,8 @@ inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out)
                            r[g]);
       }
     }
-    alignas(16) uint16_t d[kAttnBlock];
-    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
-    for (int half = 0; half < 2; ++half) {
-      _mm256_store_ps(
-          out.scales + b * kAttnBlock + 8 * half,
-          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d + 8 * half))));
-    }
   }
+  gather_scales(rows, hd, out.scales);
 }
 
 // The unscaled scores of H (1..6) query vectors from a K8Block, positions 0-7 in lo[h] and 8-15
@@ -353,19 +360,138 @@ inline void i8_scores(ConstK8Block k, QueriesQ8 q, int64_t hd, __m256 (&lo)[H], 
   }
 }
 
-// H query vectors through one block with int8 scores: then the softmax steps and the V sums as
-// attend_heads (hd a multiple of 16).
-template <int H, class Rows>
-void attend_heads_i8(ConstK8Block k, const Rows& v, int valid, QueriesQ8 q, int64_t hd, float scale,
-                     SoftmaxState* st, const Prefetch& pk) {
+// H query vectors through one block with int8 scores: then the softmax steps and the V sums,
+// v.add<H>(ev, corr) (hd a multiple of 16).
+template <int H, class Values>
+void attend_heads_i8(ConstK8Block k, const Values& v, int valid, QueriesQ8 q, int64_t hd,
+                     float scale, SoftmaxState* st) {
   __m256 lo[H], hi[H];
   i8_scores<H>(k, q, hd, lo, hi);
   alignas(32) float ev[H][kAttnBlock];
   float corr[H];
   for (int h = 0; h < H; ++h) corr[h] = softmax_step(lo[h], hi[h], valid, scale, st[h], ev[h]);
-  for (int64_t c0 = 0; c0 < hd; c0 += 16)
-    add_values_group<H>(v, ev, corr, valid, c0, st, pk, c0 / 16);
+  v.template add<H>(ev, corr, valid, hd, st);
 }
+
+// The f32 V sums of attend_heads, in chunks of 16 columns; chunk i asks for line i of the next
+// block's K rows (pk).
+template <class Rows>
+struct F32Values {
+  Rows rows;
+  Prefetch pk = {};
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hd,
+           SoftmaxState* st) const {
+    for (int64_t c0 = 0; c0 < hd; c0 += 16)
+      add_values_group<H>(rows, ev, corr, valid, c0, st, pk, c0 / 16);
+  }
+};
+
+// The int16 V sums' pairs of positions (2k, 2k + 1) for the 16 columns from c (c % 16 = 0) of V
+// block c / 32, columns c..c + 7 in lo and c + 8..c + 15 in hi, as vpdpwssd takes them: from a
+// V16Block (v16_index: the columns 0-7 and 16-23 of a block in its first half, 8-15 and 24-31 in
+// its second) or from the Q8_0 rows (16 codes of each row interleaved by bytes, sign-extended).
+struct V16Pairs {
+  const int16_t* pairs;
+  int64_t nb;
+  void load(int k, int64_t c, __m256i& lo, __m256i& hi) const {
+    const int16_t* at = pairs + (k * nb + c / kQK) * 64 + (c % kQK == 0 ? 0 : 16);
+    lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(at));
+    hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(at + 32));
+  }
+};
+struct Q8_0RowPairs {
+  const uint8_t* const* rows;
+  void load(int k, int64_t c, __m256i& lo, __m256i& hi) const {
+    const auto codes = [&](int p) {
+      const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(rows[p])[c / kQK];
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + c % kQK));
+    };
+    const __m128i a = codes(2 * k), b = codes(2 * k + 1);
+    lo = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+    hi = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+  }
+};
+
+inline uint32_t hmax_epu32(__m256i a) {
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
+}
+
+// The int16 V sums (block_attention.h) for H queries: dv [hd / 32][16] the V scales; each query's
+// weights w[h][b] (16 int16, a pair of positions a 32-bit word), then per 16 columns the exact
+// sums of every pair of positions below valid in int32 (each pair's vectors built once for up to
+// three queries), folded into the f32 accumulators. Chunk i asks for line i of the next block's
+// K rows of its pairs (pk).
+template <class Pairs>
+struct I16Values {
+  Pairs pairs;
+  const float* dv;
+  Prefetch pk = {};
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hd,
+           SoftmaxState* st) const {
+    const int64_t nb = hd / kQK;
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+    alignas(32) int16_t w[H][256 / kQK][kAttnBlock];
+    float down[H][256 / kQK];
+    for (int h = 0; h < H; ++h) {
+      const __m256 e0 = _mm256_load_ps(ev[h]), e1 = _mm256_load_ps(ev[h] + 8);
+      for (int64_t b = 0; b < nb; ++b) {
+        const __m256 u0 = _mm256_mul_ps(e0, _mm256_load_ps(dv + b * kAttnBlock));
+        const __m256 u1 = _mm256_mul_ps(e1, _mm256_load_ps(dv + b * kAttnBlock + 8));
+        const I16Scale sc = i16_scale(
+            hmax_epu32(_mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(u0), magnitude),
+                                        _mm256_and_si256(_mm256_castps_si256(u1), magnitude))));
+        down[h][b] = sc.down;
+        const __m256 up = _mm256_set1_ps(sc.up);
+        const __m256i packed = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(u0, up)),
+                                                  _mm256_cvtps_epi32(_mm256_mul_ps(u1, up)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(w[h][b]),
+                           _mm256_permute4x64_epi64(packed, _MM_SHUFFLE(3, 1, 2, 0)));
+      }
+    }
+    const int n_pairs = (valid + 1) / 2;
+    for (int64_t c = 0; c < hd; c += 16) {
+      sums<std::min(H, 3)>(w, down, corr, n_pairs, c, st, pk);
+      if constexpr (H > 3) sums<H - 3>(w + 3, down + 3, corr + 3, n_pairs, c, st + 3, Prefetch{});
+    }
+  }
+
+  // The sums of G (1..3) queries over the 16 columns from c: 2G accumulators, the pair's two
+  // vectors and a weight (6 queries at once made GCC keep the accumulators on the stack).
+  template <int G>
+  void sums(const int16_t (*w)[256 / kQK][kAttnBlock], const float (*down)[256 / kQK],
+            const float* corr, int n_pairs, int64_t c, SoftmaxState* st, const Prefetch& pf) const {
+    const int64_t b = c / kQK;
+    __m256i a[G][2];
+    for (int h = 0; h < G; ++h) a[h][0] = a[h][1] = _mm256_setzero_si256();
+    for (int k = 0; k < n_pairs; ++k) {
+      for (int r = 2 * k; r < 2 * k + 2; ++r) pf.lines_of_row(r, c / 16, c / 16 + 1);
+      __m256i lo, hi;
+      pairs.load(k, c, lo, hi);
+      for (int h = 0; h < G; ++h) {
+        int32_t word;
+        std::memcpy(&word, &w[h][b][2 * k], sizeof(word));
+        const __m256i wk = _mm256_set1_epi32(word);
+        a[h][0] = _mm256_dpwssd_avx_epi32(a[h][0], lo, wk);
+        a[h][1] = _mm256_dpwssd_avx_epi32(a[h][1], hi, wk);
+      }
+    }
+    for (int h = 0; h < G; ++h) {
+      const __m256 dn = _mm256_set1_ps(down[h][b]);
+      for (int i = 0; i < 2; ++i) {
+        float* o = st[h].acc + c + 8 * i;
+        __m256 r = _mm256_loadu_ps(o);
+        if (corr[h] != 1.0f) r = _mm256_mul_ps(r, _mm256_set1_ps(corr[h]));
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[h][i]), dn, r));
+      }
+    }
+  }
+};
+
 #endif  // PONDER_AVXVNNI
 
 }  // namespace
@@ -386,26 +512,56 @@ void attend_block_i8_avxvnni(ConstK8Block k, const float* v, int valid, QueriesQ
     return;
   }
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_i8<h()>(k, F32Block{v, hd}, valid, queries_from(q, h0, hd), hd, scale, st + h0,
-                         Prefetch{});
+    attend_heads_i8<h()>(k, F32Values<F32Block>{F32Block{v, hd}}, valid, queries_from(q, h0, hd),
+                         hd, scale, st + h0);
+  });
+}
+
+void convert_block_q8_0_v16_avxvnni(const uint8_t* const* rows, int n, int64_t hd, V16Block out) {
+  const RowsZeroPast<uint8_t> z(rows, n);
+  const Q8_0RowPairs pairs{z.rows};
+  const int64_t nb = hd / kQK;
+  for (int k = 0; k < kAttnBlock / 2; ++k) {
+    for (int64_t c = 0; c < hd; c += 16) {
+      __m256i lo, hi;
+      pairs.load(k, c, lo, hi);
+      int16_t* at = out.pairs + (k * nb + c / kQK) * 64 + (c % kQK == 0 ? 0 : 16);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(at), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(at + 32), hi);
+    }
+  }
+  gather_scales(z.rows, hd, out.scales);
+}
+
+void attend_block_i8_v16_avxvnni(ConstK8Block k, ConstV16Block v, int valid, QueriesQ8 q, int n_q,
+                                 int64_t hd, float scale, SoftmaxState* st) {
+  if (hd % 16 != 0 || hd > 256) {
+    block_attention_kernels_scalar().attend_block_i8_v16(k, v, valid, q, n_q, hd, scale, st);
+    return;
+  }
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(k, I16Values<V16Pairs>{{v.pairs, hd / kQK}, v.scales}, valid,
+                         queries_from(q, h0, hd), hd, scale, st + h0);
   });
 }
 
 void attend_block_q8_0_i8_group_avxvnni(const uint8_t* const* krows, const uint8_t* const* vrows,
                                         int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
                                         SoftmaxState* st, const BlockRows* next) {
-  const RowsZeroPast<uint8_t> kz(krows, valid);
+  const RowsZeroPast<uint8_t> kz(krows, valid), vz(vrows, valid);
   // The next block's V rows while this one's K is transposed and scored (its K rows: during the
   // V sums).
   if (next != nullptr && valid == kAttnBlock) {
     for (int p = 0; p < kAttnBlock; ++p) Prefetch{next->v, next->v_bytes}.lines_of_row(p, 0, 4);
   }
   alignas(64) uint8_t codes[256 / 4 * 64];
-  alignas(64) float scales[256 / kQK * kAttnBlock];
+  alignas(64) float scales[256 / kQK * kAttnBlock], dv[256 / kQK * kAttnBlock];
   convert_k8_rows(kz.rows, hd, K8Block{codes, scales});
+  gather_scales(vz.rows, hd, dv);
   in_sixes(n_q, [&](auto h, int h0) {
-    attend_heads_i8<h()>(ConstK8Block{codes, scales}, Q8_0Rows{vrows}, valid,
-                         queries_from(q, h0, hd), hd, scale, st + h0, next_k(next, valid, h0));
+    attend_heads_i8<h()>(ConstK8Block{codes, scales},
+                         I16Values<Q8_0RowPairs>{{vz.rows}, dv, next_k(next, valid, h0)}, valid,
+                         queries_from(q, h0, hd), hd, scale, st + h0);
   });
 }
 #else

@@ -548,6 +548,16 @@ inline void transpose16x16_epi32(__m512i (&r)[16]) {
   }
 }
 
+// scales[b * 16 + p] = f32 of the 16 rows' block scales, b < hd / 32.
+inline void gather_scales(const uint8_t* const* rows, int64_t hd, float* scales) {
+  for (int64_t b = 0; b < hd / kQK; ++b) {
+    alignas(32) uint16_t d[kAttnBlock];
+    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
+    _mm512_store_ps(scales + b * kAttnBlock,
+                    _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+  }
+}
+
 // convert_block_q8_0_i8 for 16 rows (the caller points the rows past n at zero blocks): per 64
 // dimensions (two Q8_0 blocks) the 16 rows' codes + 128 transposed by groups of 4 bytes.
 inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out) {
@@ -563,12 +573,7 @@ inline void convert_k8_rows(const uint8_t* const* rows, int64_t hd, K8Block out)
     transpose16x16_epi32(r);
     for (int c = 0; c < 16; ++c) _mm512_store_si512(out.codes + (16 * t + c) * 64, r[c]);
   }
-  for (int64_t b = 0; b < hd / kQK; ++b) {
-    alignas(32) uint16_t d[kAttnBlock];
-    for (int p = 0; p < kAttnBlock; ++p) d[p] = reinterpret_cast<const BlockQ8_0*>(rows[p])[b].d;
-    _mm512_store_ps(out.scales + b * kAttnBlock,
-                    _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
-  }
+  gather_scales(rows, hd, out.scales);
 }
 
 // The 16 positions' scores (unscaled) of H query vectors from a K8Block: per Q8_0 block, the
@@ -596,6 +601,145 @@ inline void i8_scores(ConstK8Block k, QueriesQ8 q, int64_t hd, __m512 (&s)[H]) {
     }
   }
 }
+
+// Lane j = the largest uint32 lane of x[j], for 16 vectors at once: pairs of vectors folded by
+// 128-bit blocks (8 lanes each left), then by blocks again (4), by pairs of lanes (2) and by lanes
+// (1), which leaves x[4m + k] in lane 4k + m; one permutation puts it in lane 4m + k.
+inline __m512i max_of_each(const __m512i (&x)[16]) {
+  const auto by_blocks = [](__m512i a, __m512i b, auto lo, auto hi) {
+    return _mm512_max_epu32(_mm512_shuffle_i32x4(a, b, lo()), _mm512_shuffle_i32x4(a, b, hi()));
+  };
+  const auto by_lanes = [](__m512i a, __m512i b, auto lo, auto hi) {
+    const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+    return _mm512_max_epu32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, lo())),
+                            _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, hi())));
+  };
+  using std::integral_constant;
+  __m512i y[8], z[4], w[2];
+  for (int i = 0; i < 8; ++i) {
+    y[i] = by_blocks(x[2 * i], x[2 * i + 1], integral_constant<int, 0x44>(),
+                     integral_constant<int, 0xee>());
+  }
+  for (int i = 0; i < 4; ++i) {
+    z[i] = by_blocks(y[2 * i], y[2 * i + 1], integral_constant<int, 0x88>(),
+                     integral_constant<int, 0xdd>());
+  }
+  for (int i = 0; i < 2; ++i) {
+    w[i] = by_lanes(z[2 * i], z[2 * i + 1], integral_constant<int, _MM_SHUFFLE(1, 0, 1, 0)>(),
+                    integral_constant<int, _MM_SHUFFLE(3, 2, 3, 2)>());
+  }
+  const __m512i r = by_lanes(w[0], w[1], integral_constant<int, _MM_SHUFFLE(2, 0, 2, 0)>(),
+                             integral_constant<int, _MM_SHUFFLE(3, 1, 3, 1)>());
+  return _mm512_permutexvar_epi32(
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+// The int16 V sums' pairs of positions (2k, 2k + 1) of V block b as vpdpwssd takes them (the
+// two vectors t = 0, 1 of v16_index): from a V16Block (prompts) or from the Q8_0 rows (decode,
+// the rows' 32 codes interleaved by bytes and sign-extended, which is the V16Block's order).
+struct V16Pairs {
+  const int16_t* pairs;
+  int64_t nb;
+  void load(int k, int64_t b, __m512i& lo, __m512i& hi) const {
+    const int16_t* at = pairs + (k * nb + b) * 64;
+    lo = _mm512_load_si512(at);
+    hi = _mm512_load_si512(at + 32);
+  }
+};
+struct Q8_0RowPairs {
+  const uint8_t* const* rows;
+  void load(int k, int64_t b, __m512i& lo, __m512i& hi) const {
+    const auto codes = [&](int p) {
+      return _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(reinterpret_cast<const BlockQ8_0*>(rows[p])[b].qs));
+    };
+    const __m256i a = codes(2 * k), c = codes(2 * k + 1);
+    lo = _mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a, c));
+    hi = _mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a, c));
+  }
+};
+
+// The int16 V sums (block_attention.h) for H queries: dv [hd / 32][16] the V scales, the pairs
+// from Pairs; each query's weights w[h][b] (16 int16, a pair of positions a 32-bit word, the
+// operand vpdpwssd broadcasts), then per V block the exact sums of every pair of positions below
+// valid in int32 (each pair's vectors loaded once for the H queries; 2H accumulators, as 4H
+// made GCC copy each through the stack), folded into the f32 accumulators in column order
+// (vpdpwssd's lanes hold columns 0-7, 16-23 and 8-15, 24-31 of a V block). pf: the next block's
+// K rows, line b during V block b.
+template <class Pairs>
+struct I16Values {
+  Pairs pairs;
+  const float* dv;
+  Prefetch pf = {};
+  template <int H>
+  void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hd,
+           SoftmaxState* st) const {
+    const int64_t nb = hd / kQK;
+    // The scales of every (query, V block) i = h * nb + b, 16 at a time: the |u| bit patterns'
+    // maxima by one transposing tree, i16_scale on the 16 lanes at once.
+    const int n = H * static_cast<int>(nb);
+    __m512 e[H];
+    for (int h = 0; h < H; ++h) e[h] = _mm512_load_ps(ev[h]);
+    alignas(64) float up[6 * 256 / kQK], down[6 * 256 / kQK];
+    for (int i0 = 0; i0 < n; i0 += 16) {
+      __m512i x[16];
+      for (int j = 0, h = i0 / static_cast<int>(nb), b = i0 % static_cast<int>(nb); j < 16; ++j) {
+        x[j] = _mm512_setzero_si512();
+        if (i0 + j >= n) continue;
+        x[j] = _mm512_and_si512(
+            _mm512_castps_si512(_mm512_mul_ps(e[h], _mm512_load_ps(dv + b * kAttnBlock))),
+            _mm512_set1_epi32(0x7fffffff));
+        if (++b == nb) b = 0, ++h;
+      }
+      const __m512i top = max_of_each(x);
+      const __m512i ex = _mm512_srli_epi32(top, 23);
+      const __m512i ec = _mm512_max_epu32(ex, _mm512_set1_epi32(15));
+      const __m512i up_bits = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(268), ec), 23);
+      const __m512i down_bits = _mm512_mask_mov_epi32(
+          _mm512_slli_epi32(_mm512_sub_epi32(ec, _mm512_set1_epi32(14)), 23),
+          _mm512_cmpeq_epi32_mask(ex, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7fc00000));
+      _mm512_store_ps(up + i0, _mm512_castsi512_ps(up_bits));
+      _mm512_store_ps(down + i0, _mm512_castsi512_ps(down_bits));
+    }
+    alignas(64) int16_t w[H][256 / kQK][kAttnBlock];
+    for (int h = 0; h < H; ++h) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const __m512 u = _mm512_mul_ps(e[h], _mm512_load_ps(dv + b * kAttnBlock));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(w[h][b]),
+                           _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(
+                               _mm512_mul_ps(u, _mm512_set1_ps(up[h * nb + b])))));
+      }
+    }
+    const int n_pairs = (valid + 1) / 2;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i lo[H], hi[H];
+      for (int h = 0; h < H; ++h) lo[h] = hi[h] = _mm512_setzero_si512();
+      for (int k = 0; k < n_pairs; ++k) {
+        for (int r = 2 * k; r < 2 * k + 2; ++r) pf.lines_of_row(r, b, b + 1);
+        __m512i v0, v1;
+        pairs.load(k, b, v0, v1);
+        for (int h = 0; h < H; ++h) {
+          int32_t word;
+          std::memcpy(&word, &w[h][b][2 * k], sizeof(word));
+          const __m512i wk = _mm512_set1_epi32(word);
+          lo[h] = _mm512_dpwssd_epi32(lo[h], v0, wk);
+          hi[h] = _mm512_dpwssd_epi32(hi[h], v1, wk);
+        }
+      }
+      for (int h = 0; h < H; ++h) {
+        const __m512 dn = _mm512_set1_ps(down[h * nb + b]);
+        const __m512i x[2] = {_mm512_shuffle_i64x2(lo[h], hi[h], 0x44),
+                              _mm512_shuffle_i64x2(lo[h], hi[h], 0xee)};
+        for (int i = 0; i < 2; ++i) {
+          float* o = st[h].acc + b * kQK + 16 * i;
+          __m512 r = _mm512_loadu_ps(o);
+          if (corr[h] != 1.0f) r = _mm512_mul_ps(r, _mm512_set1_ps(corr[h]));
+          _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[i]), dn, r));
+        }
+      }
+    }
+  }
+};
 
 template <int H, class Values>
 void attend_heads_i8(ConstK8Block k, const Values& v, int valid, QueriesQ8 q, int64_t hd,
@@ -626,6 +770,37 @@ void attend_block_i8_avx512vnni(ConstK8Block k, const float* v, int valid, Queri
   });
 }
 
+void convert_block_q8_0_v16_avx512(const uint8_t* const* rows, int n, int64_t hd, V16Block out) {
+  if (hd > 256) {
+    block_attention_kernels_scalar().convert_block_q8_0_v16(rows, n, hd, out);
+    return;
+  }
+  const RowsZeroPast<uint8_t> z(rows, n);
+  const Q8_0RowPairs pairs{z.rows};
+  const int64_t nb = hd / kQK;
+  for (int k = 0; k < kAttnBlock / 2; ++k) {
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i lo, hi;
+      pairs.load(k, b, lo, hi);
+      _mm512_store_si512(out.pairs + (k * nb + b) * 64, lo);
+      _mm512_store_si512(out.pairs + (k * nb + b) * 64 + 32, hi);
+    }
+  }
+  gather_scales(z.rows, hd, out.scales);
+}
+
+void attend_block_i8_v16_avx512vnni(ConstK8Block k, ConstV16Block v, int valid, QueriesQ8 q,
+                                    int n_q, int64_t hd, float scale, SoftmaxState* st) {
+  if (!BlockAttentionKernels::rows_of_64_take(hd)) {
+    block_attention_kernels_scalar().attend_block_i8_v16(k, v, valid, q, n_q, hd, scale, st);
+    return;
+  }
+  in_sixes(n_q, [&](auto h, int h0) {
+    attend_heads_i8<h()>(k, I16Values<V16Pairs>{{v.pairs, hd / kQK}, v.scales}, valid,
+                         queries_from(q, h0, hd), hd, scale, st + h0);
+  });
+}
+
 void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows, const uint8_t* const* vrows,
                                            int valid, QueriesQ8 q, int n_q, int64_t hd, float scale,
                                            SoftmaxState* st, const BlockRows* next) {
@@ -633,16 +808,17 @@ void attend_block_q8_0_i8_group_avx512vnni(const uint8_t* const* krows, const ui
   const uint8_t* const* kr = kz.rows;
   const uint8_t* const* vr = vz.rows;
   // The next block's V rows while this one's K is transposed and scored (its K rows: during the
-  // V sums, F32Values).
+  // V sums, I16Values).
   if (next != nullptr && valid == kAttnBlock) {
     for (int p = 0; p < kAttnBlock; ++p) Prefetch{next->v, next->v_bytes}.lines_of_row(p, 0, 4);
   }
   alignas(64) uint8_t codes[256 / 4 * 64];
-  alignas(64) float scales[256 / kQK * kAttnBlock];
+  alignas(64) float scales[256 / kQK * kAttnBlock], dv[256 / kQK * kAttnBlock];
   convert_k8_rows(kr, hd, K8Block{codes, scales});
+  gather_scales(vr, hd, dv);
   in_sixes(n_q, [&](auto h, int h0) {
     attend_heads_i8<h()>(ConstK8Block{codes, scales},
-                         F32Values<Q8_0Rows>{Q8_0Rows{vr}, next_k(next, valid, h0)}, valid,
+                         I16Values<Q8_0RowPairs>{{vr}, dv, next_k(next, valid, h0)}, valid,
                          queries_from(q, h0, hd), hd, scale, st + h0);
   });
 }
