@@ -49,7 +49,11 @@ constexpr int kMaxDepth = 64;       // nesting of schemas (and of $ref chains wh
 constexpr int kMaxFracDigits = 16;  // digits after the point
 constexpr uint64_t kIntCap = 9999999999999999ULL;  // the largest 16-digit integer part
 constexpr const char* kQuote = R"("\"")";
-constexpr const char* kEscape = R"("\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))";
+// A JSON escape; \u names a code point: a UTF-16 unit that is no surrogate, or a high surrogate
+// and its low one (a lone surrogate is valid JSON text that strict parsers reject, nlohmann's).
+constexpr const char* kEscape =
+    R"("\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | )"
+    R"([dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2} ) ))";
 
 const std::set<std::string> kIgnored = {
     "description", "title",      "$schema",  "$id",       "default", "examples",   "example",

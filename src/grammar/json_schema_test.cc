@@ -104,10 +104,10 @@ TEST(JsonSchemaTest, Numbers) {
 
 TEST(JsonSchemaTest, StringCharactersAndEscapes) {
   check(json::parse(R"({"type": "string"})"),
-        {R"("a\"b")", R"("\\ \/ \b \f \n \r \t")", R"("\u00e9\uD83D\uDE00")",
+        {R"("a\"b")", R"("\\ \/ \b \f \n \r \t")", R"("\u00e9\uD83D\uDE00")", R"("\uFFFF\ud7ff")",
          "\"h\xC3\xA9llo \xF0\x9F\x98\x80\"", "\"\xE6\x97\xA5\xE6\x9C\xAC\""},
         {"\"a\"b\"", R"("\x41")", R"("\u12")", "\"tab\there\"", "\"new\nline\"", "\"\xC3\"",
-         "\"\xED\xA0\x80\""});
+         "\"\xED\xA0\x80\"", R"("\uDC00")", R"("\ud800")", R"("\uD800x")", R"("\uD83D\u0041")"});
 }
 
 TEST(JsonSchemaTest, LengthsCountCharacters) {
