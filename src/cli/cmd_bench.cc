@@ -437,6 +437,12 @@ int run_bench_cmd(int argc, char** argv) {
              pf.measured ? fmt::format(" (measured at load: {:.1f} ms a pass with, {:.1f} without)",
                                        pf.s_with * 1e3, pf.s_without * 1e3)
                          : std::string(" (not measured: PONDER_PREFETCH or small weights)"));
+  const Bf16AttentionChoice& ba = s.model->bf16_attention_choice();
+  fmt::print("bf16 attention by default: {}{}\n", ba.bf16 ? "on" : "off",
+             ba.measured ? fmt::format(" (measured at load: {:.1f} us a chunk with a bf16 cache, "
+                                       "{:.1f} with f16 and f32 scores)",
+                                       ba.ns_bf16 * 1e-3, ba.ns_f16 * 1e-3)
+                         : std::string(" (not measured: PONDER_BF16_ATTN, or not native here)"));
   fmt::print(
       "\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;

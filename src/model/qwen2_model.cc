@@ -15,6 +15,7 @@
 #include "kernels/ggml_math.h"
 #include "kernels/ops.h"
 #include "model/attention.h"
+#include "model/bf16_attention_choice.h"
 #include "model/prefetch_calibration.h"
 #include "quant/half.h"
 
@@ -91,7 +92,12 @@ bool Qwen2Model::int8_scores_default() const {
 bool Qwen2Model::bf16_scores_default() const {
   const GgmlType t = weights_.layers.empty() ? GgmlType::F32 : weights_.layers[0].wq.type;
   const bool quantized = t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16;
-  return quantized && block_attention_kernels().attend_block_bf16_group != nullptr;
+  return quantized && block_attention_kernels().attend_block_bf16_group != nullptr &&
+         bf16_attention_choice().bf16;
+}
+
+const Bf16AttentionChoice& Qwen2Model::bf16_attention_choice() const {
+  return ponder::bf16_attention_choice(config_.head_dim, config_.n_head / config_.n_head_kv);
 }
 
 std::string Qwen2Model::numerics() const {

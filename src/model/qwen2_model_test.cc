@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/block_attention.h"
@@ -45,13 +46,21 @@ TEST(Qwen2ModelTest, ReadsTheTinyConfig) {
 // natively, never for F32 / F16 / BF16 weights, and not with a Q8_0 K cache, which takes int8
 // scores where AVX512_VNNI runs them (numerics() names what runs).
 // ... and with them a bf16 KV cache (the tiny models' head size, 64, suits its kernel), which an
-// explicit f16 cache, f32 scores or llama.cpp's order turn back to f16.
+// explicit f16 cache, f32 scores or llama.cpp's order turn back to f16. Native and measured
+// faster than f16 with f32 scores at load (bf16_attention_choice.h), or forced by
+// PONDER_BF16_ATTN: the test follows the choice the process made.
 TEST(Qwen2ModelTest, Bf16ScoresAndCacheAreTheDefaultForQuantizedWeightsWhereNative) {
-  const bool native = block_attention_kernels().attend_block_bf16_group != nullptr;
-  ASSERT_EQ(native, block_attention_kernels().attend_block_bf16kv_group != nullptr);
+  const bool has_bf16 = block_attention_kernels().attend_block_bf16_group != nullptr;
+  ASSERT_EQ(has_bf16, block_attention_kernels().attend_block_bf16kv_group != nullptr);
   const bool int8 = block_attention_kernels().attend_block_q8_0_i8_group != nullptr;
   for (const char* type : {"Q4_K_M", "Q8_0", "Q2_K"}) {
     Loaded l = load(type);
+    const Bf16AttentionChoice& choice = l.model->bf16_attention_choice();
+    EXPECT_TRUE(choice.measured || !has_bf16 || std::getenv("PONDER_BF16_ATTN") != nullptr);
+    if (!has_bf16) {
+      EXPECT_FALSE(choice.bf16);
+    }
+    const bool native = choice.bf16;
     EXPECT_EQ(l.model->bf16_scores(), native) << type;
     EXPECT_EQ(l.model->numerics(), native ? "block-bf16kv bf16/bf16" : "block f16/f16") << type;
     EXPECT_EQ(l.model->make_cache(1, 16).k_type(), native ? KvType::kBF16 : KvType::kF16) << type;
