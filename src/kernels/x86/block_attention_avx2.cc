@@ -413,15 +413,33 @@ struct Q8_0RowPairs {
   }
 };
 
-inline uint32_t hmax_epu32(__m256i a) {
-  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-  return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
+// Lane j = the largest uint32 lane of x[j], for 8 vectors at once: pairs of vectors folded by
+// 128-bit halves (4 lanes each left), then by pairs of lanes (2) and by lanes (1), which leaves
+// x[2m + h] in lane 4h + m; one permutation puts it in lane 2m + h.
+inline __m256i max_of_each(const __m256i (&x)[8]) {
+  const auto by_lanes = [](__m256i a, __m256i b, auto lo, auto hi) {
+    const __m256 fa = _mm256_castsi256_ps(a), fb = _mm256_castsi256_ps(b);
+    return _mm256_max_epu32(_mm256_castps_si256(_mm256_shuffle_ps(fa, fb, lo())),
+                            _mm256_castps_si256(_mm256_shuffle_ps(fa, fb, hi())));
+  };
+  using std::integral_constant;
+  __m256i y[4], z[2];
+  for (int i = 0; i < 4; ++i) {
+    y[i] = _mm256_max_epu32(_mm256_permute2x128_si256(x[2 * i], x[2 * i + 1], 0x20),
+                            _mm256_permute2x128_si256(x[2 * i], x[2 * i + 1], 0x31));
+  }
+  for (int i = 0; i < 2; ++i) {
+    z[i] = by_lanes(y[2 * i], y[2 * i + 1], integral_constant<int, _MM_SHUFFLE(1, 0, 1, 0)>(),
+                    integral_constant<int, _MM_SHUFFLE(3, 2, 3, 2)>());
+  }
+  const __m256i r = by_lanes(z[0], z[1], integral_constant<int, _MM_SHUFFLE(2, 0, 2, 0)>(),
+                             integral_constant<int, _MM_SHUFFLE(3, 1, 3, 1)>());
+  return _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 // The int16 V sums (block_attention.h) for H queries: dv [hd / 32][16] the V scales; each query's
-// weights w[h][b] (16 int16, a pair of positions a 32-bit word), then per 16 columns the exact
+// weights w[h][b] (16 int16, a pair of positions a 32-bit word; the scales of all (h, b) from one
+// transposing tree a group of 8), then per 16 columns the exact
 // sums of every pair of positions below valid in int32 (each pair's vectors built once for up to
 // three queries), folded into the f32 accumulators. Chunk i asks for line i of the next block's
 // K rows of its pairs (pk).
@@ -434,36 +452,59 @@ struct I16Values {
   void add(const float (*ev)[kAttnBlock], const float* corr, int valid, int64_t hd,
            SoftmaxState* st) const {
     const int64_t nb = hd / kQK;
+    const int n = H * static_cast<int>(nb);
     const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+    // The |u| bit patterns of (query h, V block b), i = h * nb + b, 8 at a time: their maxima by
+    // one transposing tree, i16_scale on 8 lanes at once.
+    alignas(32) float up[6 * 256 / kQK], down[6 * 256 / kQK];
+    for (int i0 = 0; i0 < n; i0 += 8) {
+      __m256i x[8];
+      for (int j = 0, h = i0 / static_cast<int>(nb), b = i0 % static_cast<int>(nb); j < 8; ++j) {
+        x[j] = _mm256_setzero_si256();
+        if (i0 + j >= n) continue;
+        const __m256 u0 = _mm256_mul_ps(_mm256_load_ps(ev[h]), _mm256_load_ps(dv + b * kAttnBlock));
+        const __m256 u1 =
+            _mm256_mul_ps(_mm256_load_ps(ev[h] + 8), _mm256_load_ps(dv + b * kAttnBlock + 8));
+        x[j] = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(u0), magnitude),
+                                _mm256_and_si256(_mm256_castps_si256(u1), magnitude));
+        if (++b == nb) b = 0, ++h;
+      }
+      const __m256i top = max_of_each(x);
+      const __m256i e = _mm256_srli_epi32(top, 23);
+      const __m256i ec = _mm256_max_epu32(e, _mm256_set1_epi32(15));
+      const __m256i up_bits = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(268), ec), 23);
+      const __m256i down_bits = _mm256_blendv_epi8(
+          _mm256_slli_epi32(_mm256_sub_epi32(ec, _mm256_set1_epi32(14)), 23),
+          _mm256_set1_epi32(0x7fc00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(up + i0), up_bits);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(down + i0), down_bits);
+    }
     alignas(32) int16_t w[H][256 / kQK][kAttnBlock];
-    float down[H][256 / kQK];
     for (int h = 0; h < H; ++h) {
-      const __m256 e0 = _mm256_load_ps(ev[h]), e1 = _mm256_load_ps(ev[h] + 8);
       for (int64_t b = 0; b < nb; ++b) {
-        const __m256 u0 = _mm256_mul_ps(e0, _mm256_load_ps(dv + b * kAttnBlock));
-        const __m256 u1 = _mm256_mul_ps(e1, _mm256_load_ps(dv + b * kAttnBlock + 8));
-        const I16Scale sc = i16_scale(
-            hmax_epu32(_mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(u0), magnitude),
-                                        _mm256_and_si256(_mm256_castps_si256(u1), magnitude))));
-        down[h][b] = sc.down;
-        const __m256 up = _mm256_set1_ps(sc.up);
-        const __m256i packed = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(u0, up)),
-                                                  _mm256_cvtps_epi32(_mm256_mul_ps(u1, up)));
+        const __m256 scale_up = _mm256_set1_ps(up[h * nb + b]);
+        const __m256 u0 = _mm256_mul_ps(_mm256_load_ps(ev[h]), _mm256_load_ps(dv + b * kAttnBlock));
+        const __m256 u1 =
+            _mm256_mul_ps(_mm256_load_ps(ev[h] + 8), _mm256_load_ps(dv + b * kAttnBlock + 8));
+        const __m256i packed = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(u0, scale_up)),
+                                                  _mm256_cvtps_epi32(_mm256_mul_ps(u1, scale_up)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(w[h][b]),
                            _mm256_permute4x64_epi64(packed, _MM_SHUFFLE(3, 1, 2, 0)));
       }
     }
     const int n_pairs = (valid + 1) / 2;
     for (int64_t c = 0; c < hd; c += 16) {
-      sums<std::min(H, 3)>(w, down, corr, n_pairs, c, st, pk);
-      if constexpr (H > 3) sums<H - 3>(w + 3, down + 3, corr + 3, n_pairs, c, st + 3, Prefetch{});
+      sums<std::min(H, 3)>(w, down, nb, corr, n_pairs, c, st, pk);
+      if constexpr (H > 3) {
+        sums<H - 3>(w + 3, down + 3 * nb, nb, corr + 3, n_pairs, c, st + 3, Prefetch{});
+      }
     }
   }
 
   // The sums of G (1..3) queries over the 16 columns from c: 2G accumulators, the pair's two
   // vectors and a weight (6 queries at once made GCC keep the accumulators on the stack).
   template <int G>
-  void sums(const int16_t (*w)[256 / kQK][kAttnBlock], const float (*down)[256 / kQK],
+  void sums(const int16_t (*w)[256 / kQK][kAttnBlock], const float* down, int64_t nb,
             const float* corr, int n_pairs, int64_t c, SoftmaxState* st, const Prefetch& pf) const {
     const int64_t b = c / kQK;
     __m256i a[G][2];
@@ -481,7 +522,7 @@ struct I16Values {
       }
     }
     for (int h = 0; h < G; ++h) {
-      const __m256 dn = _mm256_set1_ps(down[h][b]);
+      const __m256 dn = _mm256_set1_ps(down[h * nb + b]);
       for (int i = 0; i < 2; ++i) {
         float* o = st[h].acc + c + 8 * i;
         __m256 r = _mm256_loadu_ps(o);
