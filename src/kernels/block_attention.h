@@ -58,9 +58,9 @@
 //   acc[i] = fma(f32(isum[i]), down, acc[i])   (after the correction of the softmax step)
 // The weights keep 15 bits next to their V block's largest (bf16: 8; one scale for all the V
 // blocks of a query moved top-1 rows of Q2_K-p1 past the kv-q8_0 rule), the products and sums
-// are exact. The
-// kernels take V as convert_block_q8_0_v16 leaves a block (V16Block: pairs of positions' codes
-// side by side as int16, vpdpwssd's operand; v16_index) or read its rows directly (decode).
+// are exact. The kernels take V as convert_block_q8_0_v16 leaves a block (V16Block: pairs of
+// positions' codes side by side as int16, vpdpwssd's operand; v16_index) or read its rows
+// directly (decode).
 //
 // Depends on cpu (ISA choice) and kernels/dot_ggml_order.h (vdpbf16ps_lane).
 #pragma once
