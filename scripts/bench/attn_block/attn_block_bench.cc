@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
         next.k[p] = kr[p] + 16 * row;
         next.v[p] = vr[p] + 16 * row;
       }
-      kern.attend_block_q8_0_i8_group(kr, vr, 16, QueriesQ8{qq.data(), qsum.data()}, kQueries,
-                                      kHd, 0.088f, st, b + 1 < blocks ? &next : nullptr);
+      kern.attend_block_q8_0_i8_group(kr, vr, 16, QueriesQ8{qq.data(), qsum.data()}, kQueries, kHd,
+                                      0.088f, st, b + 1 < blocks ? &next : nullptr);
     }
     const double ns =
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
