@@ -437,12 +437,14 @@ int run_bench_cmd(int argc, char** argv) {
              pf.measured ? fmt::format(" (measured at load: {:.1f} ms a pass with, {:.1f} without)",
                                        pf.s_with * 1e3, pf.s_without * 1e3)
                          : std::string(" (not measured: PONDER_PREFETCH or small weights)"));
-  const Bf16AttentionChoice& ba = s.model->bf16_attention_choice();
-  fmt::print("bf16 attention by default: {}{}\n", ba.bf16 ? "on" : "off",
-             ba.measured ? fmt::format(" (measured at load: {:.1f} us a chunk with a bf16 cache, "
-                                       "{:.1f} with f16 and f32 scores)",
-                                       ba.ns_bf16 * 1e-3, ba.ns_f16 * 1e-3)
-                         : std::string(" (not measured: PONDER_BF16_ATTN, or not native here)"));
+  const Bf16AttentionChoice ba = s.model->bf16_attention_choice();
+  const Qwen2Config& mc = s.model->config();
+  const Bf16AttentionTiming bt = time_bf16_attention(mc.head_dim, mc.n_head / mc.n_head_kv);
+  fmt::print("bf16 attention by default: {} ({}){}\n", ba.bf16 ? "on" : "off", ba.why,
+             bt.ns_f16 > 0 ? fmt::format("; timed here: {:.1f} us a 512-position chunk with a "
+                                         "bf16 cache, {:.1f} with f16 and f32 scores",
+                                         bt.ns_bf16 * 1e-3, bt.ns_f16 * 1e-3)
+                           : std::string());
   fmt::print(
       "\n| test | threads | t/s | GB/s of weights | % of bandwidth |\n|---|---|---|---|---|\n");
   std::map<std::string, std::pair<int, double>> best;

@@ -20,24 +20,24 @@ namespace ponder::cli {
 
 void KvTypeFlags::add_to(CLI::App& app) {
   const auto types = CLI::IsMember({"auto", "f16", "bf16", "q8_0"});
-  app.add_option("--cache-type-k", k,
-                 "K cache type: auto, f16, bf16 or q8_0. auto: bf16 K and V where the block order "
-                 "runs bf16 scores "
-                 "natively (quantized weights, AVX512_BF16) and measured at load at least 10% "
-                 "faster than f16 with f32 scores (on Zen 4 and 5, not on Intel's Raptor Cove "
-                 "cores, where vdpbf16ps runs at a quarter of an FMA's rate), else f16. bf16 (K "
-                 "and V together, the "
-                 "bytes of f16): the "
-                 "scores and the V sums by vdpbf16ps straight from the cache; on Zen 4 attention "
-                 "at depth ~1.3x as fast as "
-                 "f16's (decode at 16384 +13%, prompts at 4096 +8%); on the "
-                 "quantized golden files inside the exact rule. q8_0: 53% of the bytes, read "
-                 "directly by the block "
-                 "order; on the golden files q8_0 K and V keep the exact rule on quantized "
-                 "weights, and move "
-                 "F32/F16/BF16 weights from 0.0006-0.009 to 0.012-0.017 mean dlogp from the exact "
-                 "computation "
-                 "(docs/numerics.md)")
+  app.add_option(
+         "--cache-type-k", k,
+         "K cache type: auto, f16, bf16 or q8_0. auto: bf16 K and V where the block order "
+         "runs bf16 scores "
+         "natively (quantized weights, AVX512_BF16) on an AMD CPU (Zen 4 and 5; on Intel's "
+         "Raptor Cove cores vdpbf16ps runs at a quarter of an FMA's rate), else f16. bf16 (K "
+         "and V together, the "
+         "bytes of f16): the "
+         "scores and the V sums by vdpbf16ps straight from the cache; on Zen 4 attention "
+         "at depth ~1.3x as fast as "
+         "f16's (decode at 16384 +13%, prompts at 4096 +8%); on the "
+         "quantized golden files inside the exact rule. q8_0: 53% of the bytes, read "
+         "directly by the block "
+         "order; on the golden files q8_0 K and V keep the exact rule on quantized "
+         "weights, and move "
+         "F32/F16/BF16 weights from 0.0006-0.009 to 0.012-0.017 mean dlogp from the exact "
+         "computation "
+         "(docs/numerics.md)")
       ->capture_default_str()
       ->check(types);
   app.add_option("--cache-type-v", v, "V cache type: auto, f16, bf16 or q8_0 (as --cache-type-k)")
@@ -54,7 +54,7 @@ void KvTypeFlags::add_to(CLI::App& app) {
          "emulated, "
          "slowly, without AVX512_VNNI or AVX-VNNI); auto: with an f16 K cache bf16 for quantized "
          "weights on "
-         "CPUs with AVX512_BF16 where bf16 attention measured faster at load, else f32; with a "
+         "AMD CPUs with AVX512_BF16, else f32; with a "
          "Q8_0 K cache int8 on CPUs with AVX512_VNNI or "
          "AVX-VNNI "
          "(prompts at depth 1.15-1.27x as fast as f32 on Zen 4), else f32. A bf16 cache always "

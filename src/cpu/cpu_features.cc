@@ -23,6 +23,13 @@ CpuFeatures detect() {
   CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    f.vendor = vendor;
+  }
   if (__get_cpuid(1, &a, &b, &c, &d)) {
     f.fma = c & (1u << 12);
     f.f16c = c & (1u << 29);

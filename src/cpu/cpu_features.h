@@ -14,6 +14,7 @@ struct CpuFeatures {
   bool avx512vnni = false, avx512bf16 = false, avxvnni = false;
   bool neon = false, dotprod = false, i8mm = false;
   std::string brand;
+  std::string vendor;  // cpuid leaf 0 on x86: "AuthenticAMD", "GenuineIntel", ...
 
   std::string summary() const;  // "AVX2 FMA F16C AVX512F/BW/VL VNNI BF16"
 };

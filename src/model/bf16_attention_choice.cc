@@ -3,15 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <random>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "base/log.h"
 #include "base/timer.h"
+#include "cpu/cpu_features.h"
 #include "kernels/block_attention.h"
 #include "quant/half.h"
 
@@ -24,7 +21,7 @@ constexpr int kRounds = 5;
 
 // The two decode kernels over kPositions of random K and V (f16 and bf16 bits of the same
 // values), timed in alternation.
-Bf16AttentionChoice measure(int64_t hd, int64_t group, const BlockAttentionKernels& kern) {
+Bf16AttentionTiming measure(int64_t hd, int64_t group, const BlockAttentionKernels& kern) {
   const int n_q = static_cast<int>(std::min<int64_t>(group, 6));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -44,17 +41,14 @@ Bf16AttentionChoice measure(int64_t hd, int64_t group, const BlockAttentionKerne
                 qb.data());
   std::vector<SoftmaxState> st(static_cast<size_t>(n_q));
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  auto reset = [&] {
-    for (int h = 0; h < n_q; ++h)
-      st[static_cast<size_t>(h)] = {-INFINITY, 0.0f, acc.data() + h * hd};
-  };
   auto pass = [&](bool bf16) {
     const std::vector<uint16_t>& k = bf16 ? kb : k16;
     const std::vector<uint16_t>& v = bf16 ? vb : v16;
     const int step = bf16 ? kAttnStepBf16 : kAttnBlock;
     Timer t;
     for (int r = 0; r < kPasses; ++r) {
-      reset();
+      for (int h = 0; h < n_q; ++h)
+        st[static_cast<size_t>(h)] = {-INFINITY, 0.0f, acc.data() + h * hd};
       const uint16_t* kr[kAttnStepBf16];
       const uint16_t* vr[kAttnStepBf16];
       for (int p0 = 0; p0 < kPositions; p0 += step) {
@@ -74,49 +68,31 @@ Bf16AttentionChoice measure(int64_t hd, int64_t group, const BlockAttentionKerne
   };
   pass(true);  // warm-up: the rows into L2, the kernels' first touch
   pass(false);
-  Bf16AttentionChoice c;
-  c.ns_bf16 = c.ns_f16 = 1e30;
-  std::vector<double> ratios;  // bf16 / f16
+  Bf16AttentionTiming t{1e30, 1e30};
   for (int r = 0; r < kRounds; ++r) {
-    const double b = pass(true), f = pass(false);
-    ratios.push_back(b / f);
-    c.ns_bf16 = std::min(c.ns_bf16, b);
-    c.ns_f16 = std::min(c.ns_f16, f);
+    t.ns_bf16 = std::min(t.ns_bf16, pass(true));
+    t.ns_f16 = std::min(t.ns_f16, pass(false));
   }
-  std::nth_element(ratios.begin(), ratios.begin() + kRounds / 2, ratios.end());
-  c.measured = true;
-  c.bf16 = ratios[kRounds / 2] < 0.9;
-  log_debug("bf16 attention: {} ({:.1f} us a chunk with a bf16 cache, {:.1f} with f16)",
-            c.bf16 ? "on" : "off", c.ns_bf16 * 1e-3, c.ns_f16 * 1e-3);
-  return c;
-}
-
-Bf16AttentionChoice choose(int64_t hd, int64_t group) {
-  const BlockAttentionKernels& kern = block_attention_kernels();
-  Bf16AttentionChoice c;
-  const bool native = kern.bf16kv_group_takes(hd) && kern.attend_block_bf16_group != nullptr;
-  if (const char* env = std::getenv("PONDER_BF16_ATTN")) {
-    c.bf16 = native && std::string_view(env) != "off";
-    return c;
-  }
-  if (!native) return c;
-  if (!kern.f16_group_takes(hd)) {
-    c.bf16 = true;
-    return c;
-  }
-  return measure(hd, group, kern);
+  return t;
 }
 
 }  // namespace
 
-const Bf16AttentionChoice& bf16_attention_choice(int64_t head_dim, int64_t group) {
-  static std::mutex mu;
-  static std::map<std::pair<int64_t, int64_t>, Bf16AttentionChoice> chosen;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(head_dim, group);
-  auto it = chosen.find(key);
-  if (it == chosen.end()) it = chosen.emplace(key, choose(head_dim, group)).first;
-  return it->second;
+Bf16AttentionChoice bf16_attention_choice(int64_t head_dim) {
+  const BlockAttentionKernels& kern = block_attention_kernels();
+  const bool native = kern.bf16kv_group_takes(head_dim) && kern.attend_block_bf16_group != nullptr;
+  if (const char* env = std::getenv("PONDER_BF16_ATTN")) {
+    return {native && std::string_view(env) != "off", "PONDER_BF16_ATTN"};
+  }
+  if (!native) return {false, "no native bf16 attention kernels here"};
+  if (cpu_features().vendor == "AuthenticAMD") return {true, "AMD with AVX512_BF16"};
+  return {false, "AVX512_BF16 on a CPU other than AMD's (vdpbf16ps slower than FMAs on Intel)"};
+}
+
+Bf16AttentionTiming time_bf16_attention(int64_t head_dim, int64_t group) {
+  const BlockAttentionKernels& kern = block_attention_kernels();
+  if (!kern.bf16kv_group_takes(head_dim) || !kern.f16_group_takes(head_dim)) return {};
+  return measure(head_dim, group, kern);
 }
 
 }  // namespace ponder

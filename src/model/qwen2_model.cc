@@ -96,8 +96,8 @@ bool Qwen2Model::bf16_scores_default() const {
          bf16_attention_choice().bf16;
 }
 
-const Bf16AttentionChoice& Qwen2Model::bf16_attention_choice() const {
-  return ponder::bf16_attention_choice(config_.head_dim, config_.n_head / config_.n_head_kv);
+Bf16AttentionChoice Qwen2Model::bf16_attention_choice() const {
+  return ponder::bf16_attention_choice(config_.head_dim);
 }
 
 std::string Qwen2Model::numerics() const {

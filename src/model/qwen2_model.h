@@ -46,9 +46,9 @@ class Qwen2Model {
   int64_t x16_copy_bytes() const { return x16_bytes_; }
   // Whether the decode kernels prefetch the weights, as measured at load (prefetch_calibration.h).
   const PrefetchCalibration& weight_prefetch_choice() const { return prefetch_; }
-  // Whether bf16 attention (a bf16 cache, bf16 scores) is this CPU's default, as measured once per
-  // process (bf16_attention_choice.h).
-  const Bf16AttentionChoice& bf16_attention_choice() const;
+  // Whether bf16 attention (a bf16 cache, bf16 scores) is this CPU's default
+  // (bf16_attention_choice.h).
+  Bf16AttentionChoice bf16_attention_choice() const;
 
   // Attention in the block order (flash-style: K/V streamed in blocks, online softmax;
   // model/attention.h), the default, or in llama.cpp's non-flash order (`--flash-attn 0`). The
@@ -86,8 +86,8 @@ class Qwen2Model {
   // Whether attention runs them (bf16 or int8 scores) with this model's settings.
   bool bf16_scores_in_use() const { return flash_attn_ && bf16_scores_for(kv_type_k()); }
   bool int8_scores_in_use() const { return flash_attn_ && int8_scores_for(kv_type_k()); }
-  // That default for these weights on this CPU: quantized weights, AVX512_BF16, and bf16
-  // attention measured faster than f16 with f32 scores (bf16_attention_choice).
+  // That default for these weights on this CPU: quantized weights, and bf16 attention the
+  // CPU's default (bf16_attention_choice: native and AMD's).
   bool bf16_scores_default() const;
   // The types of the caches make_cache makes. By default (use_default_kv_types) bf16 K and V where
   // the block order runs bf16 scores with the native bf16-cache kernel (the bf16 variant without a
