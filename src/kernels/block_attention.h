@@ -110,13 +110,17 @@ inline int64_t v16_index(int64_t nb, int p, int64_t i) {
 // The powers of two of the int16 weights (header) for the largest |u| bit pattern `top`: with
 // E = top's exponent field and Ec = max(E, 15) (a largest |u| below 2^-112 keeps fewer bits),
 // up = 2^(141 - Ec), down = 2^(Ec - 141), or NaN when E = 255 (an infinite or NaN weight).
+// The SIMD kernels compute it on vectors of `top` with these constants (up's exponent field is
+// kI16UpField - Ec, down's Ec - kI16DownBias).
+inline constexpr uint32_t kI16MinExponent = 15, kI16UpField = 268, kI16DownBias = 14;
+inline constexpr uint32_t kQuietNan = 0x7fc00000u;
 struct I16Scale {
   float up, down;
 };
 inline I16Scale i16_scale(uint32_t top) {
-  const uint32_t e = top >> 23, ec = e < 15 ? 15 : e;
-  return {std::bit_cast<float>((268 - ec) << 23),
-          std::bit_cast<float>(e == 255 ? 0x7fc00000u : (ec - 14) << 23)};
+  const uint32_t e = top >> 23, ec = e < kI16MinExponent ? kI16MinExponent : e;
+  return {std::bit_cast<float>((kI16UpField - ec) << 23),
+          std::bit_cast<float>(e == 255 ? kQuietNan : (ec - kI16DownBias) << 23)};
 }
 
 // Query vectors for it: q [n_q][hd / 32] blocks (quantize_row of each vector) and qsum

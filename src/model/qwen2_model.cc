@@ -92,8 +92,7 @@ bool Qwen2Model::int8_scores_default() const {
 bool Qwen2Model::bf16_scores_default() const {
   const GgmlType t = weights_.layers.empty() ? GgmlType::F32 : weights_.layers[0].wq.type;
   const bool quantized = t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16;
-  return quantized && block_attention_kernels().attend_block_bf16_group != nullptr &&
-         bf16_attention_choice().bf16;
+  return quantized && bf16_attention_choice().bf16;  // the choice implies the native kernels
 }
 
 Bf16AttentionChoice Qwen2Model::bf16_attention_choice() const {

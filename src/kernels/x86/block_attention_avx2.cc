@@ -471,11 +471,12 @@ struct I16Values {
       }
       const __m256i top = max_of_each(x);
       const __m256i e = _mm256_srli_epi32(top, 23);
-      const __m256i ec = _mm256_max_epu32(e, _mm256_set1_epi32(15));
-      const __m256i up_bits = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(268), ec), 23);
+      const __m256i ec = _mm256_max_epu32(e, _mm256_set1_epi32(kI16MinExponent));
+      const __m256i up_bits =
+          _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(kI16UpField), ec), 23);
       const __m256i down_bits = _mm256_blendv_epi8(
-          _mm256_slli_epi32(_mm256_sub_epi32(ec, _mm256_set1_epi32(14)), 23),
-          _mm256_set1_epi32(0x7fc00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+          _mm256_slli_epi32(_mm256_sub_epi32(ec, _mm256_set1_epi32(kI16DownBias)), 23),
+          _mm256_set1_epi32(kQuietNan), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
       _mm256_store_si256(reinterpret_cast<__m256i*>(up + i0), up_bits);
       _mm256_store_si256(reinterpret_cast<__m256i*>(down + i0), down_bits);
     }

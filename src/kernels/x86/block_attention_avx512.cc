@@ -693,11 +693,12 @@ struct I16Values {
       }
       const __m512i top = max_of_each(x);
       const __m512i ex = _mm512_srli_epi32(top, 23);
-      const __m512i ec = _mm512_max_epu32(ex, _mm512_set1_epi32(15));
-      const __m512i up_bits = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(268), ec), 23);
+      const __m512i ec = _mm512_max_epu32(ex, _mm512_set1_epi32(kI16MinExponent));
+      const __m512i up_bits =
+          _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(kI16UpField), ec), 23);
       const __m512i down_bits = _mm512_mask_mov_epi32(
-          _mm512_slli_epi32(_mm512_sub_epi32(ec, _mm512_set1_epi32(14)), 23),
-          _mm512_cmpeq_epi32_mask(ex, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7fc00000));
+          _mm512_slli_epi32(_mm512_sub_epi32(ec, _mm512_set1_epi32(kI16DownBias)), 23),
+          _mm512_cmpeq_epi32_mask(ex, _mm512_set1_epi32(255)), _mm512_set1_epi32(kQuietNan));
       _mm512_store_ps(up + i0, _mm512_castsi512_ps(up_bits));
       _mm512_store_ps(down + i0, _mm512_castsi512_ps(down_bits));
     }
